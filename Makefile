@@ -1,0 +1,50 @@
+# llmr: the two commands are `make run` and `make test`; everything else is here too.
+#   make            build (installs missing Debian packages first)
+#   make test       build and run every test that needs no GPU
+#   make asan       build with AddressSanitizer + UndefinedBehaviorSanitizer and run the tests
+#   make fuzz       build the libFuzzer targets and run each for FUZZ_SECONDS (default 60)
+#   make run        build and start `llmr serve`
+#   make gpu-bundle collect what a GPU machine needs to run the GPU tests into dist/gpu
+#   make deps       install missing build packages (idempotent)
+#   make clean      remove build directories
+
+BUILD        ?= build
+JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+BUILD_TYPE   ?= RelWithDebInfo
+NVCC         := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA_FLAGS   := $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+
+.PHONY: all build deps test asan fuzz run gpu-bundle clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+fuzz: deps
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DLLMR_FUZZ=ON -DLLMR_CUDA=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@scripts/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+run: build
+	$(BUILD)/llmr serve
+
+gpu-bundle: build
+	@scripts/gpu-bundle.sh $(BUILD) dist/gpu
+
+clean:
+	rm -rf build build-asan build-fuzz dist

@@ -1,0 +1,55 @@
+/* Writes seed inputs for the fuzz targets into OUT/{safetensors,index,gguf}: valid
+ * files of each kind, small enough for the fuzzer to mutate quickly. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "fixture.h"
+#include "gguf_builder.h"
+#include "storage/st_writer.h"
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: fuzz_seeds OUT_DIR\n");
+        return 2;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/safetensors", argv[1]);
+    mkdir(argv[1], 0755);
+    mkdir(dir, 0755);
+    llmr_st_write_tensor a[] = {{"model.embed_tokens.weight", LLMR_DTYPE_BF16, 2, {16, 8}},
+                                {"model.layers.0.mlp.experts.gate_up_proj_blocks", LLMR_DTYPE_U8, 4, {2, 4, 1, 16}},
+                                {"model.norm.weight", LLMR_DTYPE_F32, 1, {8}},
+                                {"scalar", LLMR_DTYPE_I64, 0, {0}},
+                                {"packed", LLMR_DTYPE_F4, 1, {4}}};
+    fx_write_st(dir, "file.safetensors", a, 5);
+    fx_write_text(dir, "header.json",
+                  "{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"BF16\",\"shape\":[2,3],"
+                  "\"data_offsets\":[0,12]},\"b\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[12,16]}}");
+
+    snprintf(dir, sizeof dir, "%s/index", argv[1]);
+    mkdir(dir, 0755);
+    fx_write_text(dir, "index.json",
+                  "{\"metadata\":{\"total_size\":1024},\"weight_map\":{"
+                  "\"model.embed_tokens.weight\":\"model-00001-of-00002.safetensors\","
+                  "\"lm_head.weight\":\"model-00002-of-00002.safetensors\"}}");
+
+    snprintf(dir, sizeof dir, "%s/gguf", argv[1]);
+    mkdir(dir, 0755);
+    gb_write_simple(dir, "simple.gguf", "llama");
+    gguf_builder b;
+    gb_init(&b);
+    gb_kv_string(&b, "general.architecture", "gpt-oss");
+    gb_kv_u32(&b, "general.alignment", 64);
+    gb_kv_f32(&b, "gpt-oss.rope.freq_base", 150000.0f);
+    gb_kv_bool(&b, "gpt-oss.flag", 1);
+    const char *toks[] = {"a", "bc"};
+    gb_kv_string_array(&b, "tokenizer.ggml.tokens", 2, toks);
+    gb_kv_i32_array(&b, "tokenizer.ggml.token_type", 2);
+    gb_tensor(&b, "blk.0.ffn_down_exps.weight", 3, (uint64_t[]){64, 2, 2}, 39, 0);
+    gb_tensor(&b, "output.weight", 2, (uint64_t[]){256, 1}, 12, 192);
+    gb_write(&b, dir, "mxfp4.gguf", 192 + 144);
+    gb_free(&b);
+    return 0;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Collects what a GPU machine needs to run llmr's GPU checks into OUT (default
+# dist/gpu): the llmr binary, llmr-gpu-probe, the shared libraries they use that a
+# bare CUDA machine may lack, and the GPU test scripts.  Run binaries from there with
+# LD_LIBRARY_PATH=OUT/lib.
+# Usage: scripts/gpu-bundle.sh BUILD_DIR [OUT]
+set -euo pipefail
+build=${1:?usage: gpu-bundle.sh BUILD_DIR [OUT]}
+out=${2:-dist/gpu}
+root=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/tests"
+cp "$build/llmr" "$out/bin/"
+if [[ -x "$build/tools/gpu_probe/llmr-gpu-probe" ]]; then
+  cp "$build/tools/gpu_probe/llmr-gpu-probe" "$out/bin/"
+else
+  echo "gpu-bundle: no llmr-gpu-probe in $build (built without nvcc?)" >&2
+fi
+# Libraries outside glibc and the CUDA driver: the GPU machine has those.
+for bin in "$out"/bin/*; do
+  ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*|libcuda.so*) ;;
+      *) cp -L "$lib" "$out/lib/" ;;
+    esac
+  done
+done
+cp "$root"/tests/gpu/* "$out/tests/"
+echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out: $(ls "$out/bin" | tr '\n' ' ')"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target for SECONDS on a corpus seeded from fuzz/seeds.c and the
+# test fixtures, then prints one line per target with its exec count.  Exits non-zero
+# when a target finds a crash (the input is saved as crash-* in the corpus folder).
+# Usage: scripts/run-fuzzers.sh BUILD_DIR SECONDS
+set -uo pipefail
+build=${1:?usage: run-fuzzers.sh BUILD_DIR SECONDS}
+seconds=${2:-60}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work="$build/fuzz-work"
+mkdir -p "$work"
+"$build/fuzz/fuzz_seeds" "$work/seeds" || exit 1
+cp "$root"/tests/fixtures/nemotron_h_tiny/*.header.json "$work/seeds/safetensors/" 2>/dev/null
+cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/*.header.json "$work/seeds/safetensors/" 2>/dev/null
+cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/model.safetensors.index.json "$work/seeds/index/" 2>/dev/null
+
+declare -A seeds=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf)
+declare -A dicts=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf)
+status=0
+summary=()
+for target in fuzz_safetensors_header fuzz_st_index fuzz_gguf_header; do
+  corpus="$work/corpus/$target"
+  mkdir -p "$corpus"
+  cp -n "$work/seeds/${seeds[$target]}"/* "$corpus/"
+  log="$work/$target.log"
+  echo "fuzz: $target for ${seconds}s"
+  (cd "$work" && "$OLDPWD/$build/fuzz/$target" -max_total_time="$seconds" -max_len=65536 \
+      -dict="$root/fuzz/${dicts[$target]}.dict" -print_final_stats=1 "$OLDPWD/$corpus") >"$log" 2>&1
+  rc=$?
+  execs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+  if [[ $rc -ne 0 ]]; then
+    status=1
+    summary+=("$target: FAILED (exit $rc) after ${execs:-?} execs; see $log")
+    tail -40 "$log"
+  else
+    summary+=("$target: ${execs:-?} execs in ${seconds}s, no crash")
+  fi
+done
+printf '%s\n' "${summary[@]}"
+exit $status

@@ -1,0 +1,48 @@
+/* The `llmr` command line: the table of subcommands and what they share.  Each
+ * subcommand lives in its own cmd_*.c file and returns the process exit code:
+ * 0 success, 1 the work failed (the reasons are printed), 2 the command line was
+ * wrong. */
+#ifndef LLMR_CLI_CLI_H
+#define LLMR_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common/config.h"
+#include "common/problems.h"
+
+#define LLMR_EXIT_OK 0
+#define LLMR_EXIT_FAILED 1
+#define LLMR_EXIT_USAGE 2
+
+typedef struct llmr_command {
+    const char *name;
+    const char *summary;
+    /* argv[0] is the command's name; config flags are already removed. */
+    int (*run)(int argc, char **argv, const llmr_config *config);
+    void (*help)(FILE *out);
+} llmr_command;
+
+extern const llmr_command llmr_cmd_serve;
+extern const llmr_command llmr_cmd_inspect;
+extern const llmr_command llmr_cmd_config;
+extern const llmr_command llmr_cmd_model;
+extern const llmr_command llmr_cmd_bench;
+
+/* True when argv holds -h or --help. */
+bool llmr_cli_wants_help(int argc, char **argv);
+
+/* Reads "--name value" or "--name=value" at argv[*i]; advances *i past the value.
+ * False when argv[*i] is not that option.  A missing value prints an error and sets
+ * *bad. */
+bool llmr_cli_option(int argc, char **argv, int *i, const char *name, const char **value,
+                     bool *bad);
+
+/* Prints "llmr CMD: " + message to stderr. */
+void llmr_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints every problem, one per line, "  file: message", then a count of those not
+ * shown. */
+void llmr_cli_print_problems(FILE *out, const llmr_problems *problems);
+
+#endif

@@ -1,0 +1,116 @@
+/* `llmr bench`: benchmarks measured by the project itself.  `bench inspect DIR`
+ * times the whole check of a model directory (list, headers, index, config, tensor
+ * checks, descriptor) in this process, over several runs. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "common/json_util.h"
+#include "common/utf8.h"
+#include "storage/model_storage.h"
+
+static void help(FILE *out)
+{
+    fprintf(out,
+            "usage: llmr bench inspect DIR [--runs N] [--format safetensors|gguf]\n\n"
+            "Times llmr inspect's work on DIR N times (default 20) in this process and\n"
+            "prints the first run, min, median and max in milliseconds, as JSON.\n");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int bench_inspect(int argc, char **argv)
+{
+    llmr_model_options options;
+    llmr_model_options_default(&options);
+    options.map_weights = true;
+    long runs = 20;
+    const char *dir = NULL;
+    bool bad = false;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *v;
+        if (llmr_cli_option(argc, argv, &i, "--runs", &v, &bad)) {
+            runs = bad ? 0 : strtol(v, NULL, 10);
+            if (!bad && (runs < 1 || runs > 100000)) {
+                llmr_cli_error("bench", "--runs takes 1 to 100000");
+                bad = true;
+            }
+        } else if (llmr_cli_option(argc, argv, &i, "--format", &v, &bad)) {
+            if (!bad && !llmr_model_format_parse(v, &options.format)) {
+                llmr_cli_error("bench", "--format must be safetensors or gguf");
+                bad = true;
+            }
+        } else if (!dir && argv[i][0] != '-') {
+            dir = argv[i];
+        } else {
+            llmr_cli_error("bench", "unexpected argument \"%s\"", argv[i]);
+            bad = true;
+        }
+    }
+    if (!bad && !dir) {
+        llmr_cli_error("bench", "usage: llmr bench inspect DIR [--runs N]");
+        bad = true;
+    }
+    if (bad)
+        return LLMR_EXIT_USAGE;
+    double *ms = calloc((size_t)runs, sizeof *ms);
+    if (!ms)
+        return LLMR_EXIT_FAILED;
+    uint64_t bytes = 0;
+    for (long r = 0; r < runs; r++) {
+        llmr_problems problems;
+        llmr_problems_init(&problems);
+        llmr_model *m;
+        double t0 = now_ms();
+        llmr_status st = llmr_model_open(dir, &options, &m, &problems);
+        json_t *desc = st == LLMR_OK ? llmr_model_descriptor_json(m) : NULL;
+        ms[r] = now_ms() - t0;
+        if (st != LLMR_OK) {
+            llmr_cli_error("bench", "%s does not check out:", dir);
+            llmr_cli_print_problems(stderr, &problems);
+            llmr_problems_free(&problems);
+            free(ms);
+            return LLMR_EXIT_FAILED;
+        }
+        bytes = m->total_bytes;
+        json_decref(desc);
+        llmr_model_close(m);
+        llmr_problems_free(&problems);
+    }
+    double first = ms[0];
+    qsort(ms, (size_t)runs, sizeof *ms, compare_doubles);
+    json_t *result = json_pack("{s:s, s:s?, s:I, s:I, s:f, s:f, s:f, s:f}", "benchmark", "inspect",
+                               "dir", llmr_utf8_valid(dir, strlen(dir), NULL) ? dir : NULL, "model_bytes",
+                               (json_int_t)bytes, "runs", (json_int_t)runs, "first_ms", first,
+                               "min_ms", ms[0], "median_ms", ms[runs / 2], "max_ms", ms[runs - 1]);
+    char *text = result ? json_dumps(result, JSON_REAL_PRECISION(6)) : NULL;
+    if (text)
+        puts(text);
+    free(text);
+    json_decref(result);
+    free(ms);
+    return text ? LLMR_EXIT_OK : LLMR_EXIT_FAILED;
+}
+
+static int run(int argc, char **argv, const llmr_config *config)
+{
+    (void)config;
+    if (argc >= 2 && strcmp(argv[1], "inspect") == 0)
+        return bench_inspect(argc - 1, argv + 1);
+    llmr_cli_error("bench", "which benchmark? (inspect)");
+    return LLMR_EXIT_USAGE;
+}
+
+const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect", run, help};

@@ -1,0 +1,68 @@
+/* Process configuration: every setting comes from a command-line flag, else from an
+ * LLMR_* environment variable, else from its default, in that order.
+ *
+ * The settings are listed once, in LLMR_CONFIG_LIST; the flag (--data-dir), the
+ * variable (LLMR_DATA_DIR) and `llmr config`'s output all derive from it.  A config
+ * owns its strings; load it once at start and read it from anywhere after. */
+#ifndef LLMR_COMMON_CONFIG_H
+#define LLMR_COMMON_CONFIG_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "common/strbuf.h"
+#include "llmr/status.h"
+
+/* X(KEY, name, default, description).  A NULL default is computed at load time
+ * (data_dir: $XDG_DATA_HOME/llmr, else $HOME/.local/share/llmr, else ./llmr-data). */
+#define LLMR_CONFIG_LIST(X)                                                              \
+    X(HOST, host, "127.0.0.1", "address the HTTP server listens on")                     \
+    X(PORT, port, "8080", "TCP port of the HTTP server, 1 to 65535")                     \
+    X(DATA_DIR, data_dir, NULL, "directory that holds models, the database and state")   \
+    X(LOG_LEVEL, log_level, "info", "least severe log level shown: debug, info, warn, error, off")
+
+typedef enum llmr_config_key {
+#define LLMR_CONFIG_ENUM(key, name, def, desc) LLMR_CONFIG_##key,
+    LLMR_CONFIG_LIST(LLMR_CONFIG_ENUM)
+#undef LLMR_CONFIG_ENUM
+    LLMR_CONFIG_KEY_COUNT
+} llmr_config_key;
+
+typedef enum llmr_config_source {
+    LLMR_CONFIG_FROM_DEFAULT,
+    LLMR_CONFIG_FROM_ENV,
+    LLMR_CONFIG_FROM_FLAG
+} llmr_config_source;
+
+typedef struct llmr_config {
+    char *value[LLMR_CONFIG_KEY_COUNT];
+    llmr_config_source source[LLMR_CONFIG_KEY_COUNT];
+} llmr_config;
+
+/* Fills cfg from argv, the environment and the defaults, and checks every value.
+ * Flags may stand anywhere before a "--" as "--name value" or "--name=value"; the
+ * ones it takes are removed from argv (*argc shrinks; argv[0] stays), leaving the
+ * subcommand's own arguments in order.  On error nothing needs freeing and err
+ * names the flag or variable and what is wrong with it (INVALID_ARGUMENT). */
+llmr_status llmr_config_load(llmr_config *cfg, int *argc, char **argv, llmr_strbuf *err);
+void llmr_config_free(llmr_config *cfg);
+
+const char *llmr_config_get(const llmr_config *cfg, llmr_config_key key);
+/* The port as a number (the value was checked at load). */
+unsigned llmr_config_port(const llmr_config *cfg);
+
+const char *llmr_config_name(llmr_config_key key);        /* "data_dir" */
+const char *llmr_config_description(llmr_config_key key);
+const char *llmr_config_source_name(llmr_config_source source); /* "default", "env", "flag" */
+/* Writes "--data-dir" / "LLMR_DATA_DIR" into sb. */
+void llmr_config_flag_name(llmr_config_key key, llmr_strbuf *sb);
+void llmr_config_env_name(llmr_config_key key, llmr_strbuf *sb);
+
+/* {"host": {"value": ..., "source": ..., "flag": ..., "env": ...}, ...} */
+json_t *llmr_config_to_json(const llmr_config *cfg);
+/* One aligned line per setting, for `llmr config`. */
+void llmr_config_print(const llmr_config *cfg, FILE *out);
+/* The --help lines that describe the settings. */
+void llmr_config_print_help(FILE *out);
+
+#endif

@@ -1,0 +1,26 @@
+/* Which engine runs a model: decided from the registered format and, for
+ * safetensors, from config.json's model_type / architectures.  Never from a private
+ * metadata file. */
+#ifndef LLMR_MODELS_RUNTIME_H
+#define LLMR_MODELS_RUNTIME_H
+
+#include <jansson.h>
+
+#include "common/strbuf.h"
+
+typedef enum llmr_runtime {
+    LLMR_RUNTIME_NONE,       /* no engine runs it; the descriptor says why */
+    LLMR_RUNTIME_GPT_OSS,    /* gpt-oss engine (CUDA, CPU reference) */
+    LLMR_RUNTIME_NEMOTRON_H, /* nemotron engine: load and validate, no generation yet */
+    LLMR_RUNTIME_LLAMA_CPP   /* llama.cpp, for GGUF */
+} llmr_runtime;
+
+/* "gpt_oss", "nemotron_h", "llama_cpp"; NULL for NONE. */
+const char *llmr_runtime_name(llmr_runtime runtime);
+
+/* The runtime for a safetensors model's config.json.  model_type wins over
+ * architectures; both absent or of the wrong type is LLMR_RUNTIME_NONE with the
+ * reason in `why`, as is an architecture no engine implements. */
+llmr_runtime llmr_runtime_for_config(const json_t *config, llmr_strbuf *why);
+
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The `llmr` command line end to end: exit codes, what goes to stdout and stderr,
+# settings precedence, inspect on good and broken snapshots, serve's report.
+# Usage: test_cli.sh PATH_TO_LLMR
+set -u
+LLMR=${1:?usage: test_cli.sh PATH_TO_LLMR}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-cli-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# expect CODE DESCRIPTION -- COMMAND...: runs it, keeping stdout/stderr in $out/$err.
+expect() {
+  local want=$1 what=$2; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+  [[ $got -eq $want ]] || fail "$what: exit $got, wanted $want; stderr: $err"
+}
+has() { [[ "$1" == *"$2"* ]] || fail "$3: no \"$2\" in: $1"; }
+
+expect 0 "help" -- "$LLMR" help
+has "$out" "inspect" "help lists inspect"
+has "$out" "LLMR_DATA_DIR" "help lists settings"
+expect 2 "no command" -- "$LLMR"
+expect 2 "unknown command" -- "$LLMR" frobnicate
+has "$err" "unknown command" "unknown command message"
+expect 0 "version" -- "$LLMR" version
+has "$out" "llmr " "version text"
+expect 0 "inspect --help" -- "$LLMR" inspect --help
+has "$out" "--format" "inspect help"
+expect 2 "inspect without a directory" -- "$LLMR" inspect
+expect 2 "inspect with a bad format" -- "$LLMR" inspect "$tmp" --format onnx
+has "$err" "safetensors or gguf" "bad format message"
+
+# Settings: flag > environment > default.
+expect 0 "config defaults" -- env -u LLMR_PORT "$LLMR" config
+has "$out" "8080" "default port"
+has "$out" "(default)" "default source"
+expect 0 "config from env" -- env LLMR_PORT=9000 "$LLMR" config
+has "$out" "9000" "env port"
+has "$out" "(env)" "env source"
+expect 0 "config from flag" -- env LLMR_PORT=9000 "$LLMR" config --port 9100
+has "$out" "9100" "flag port"
+has "$out" "(flag)" "flag source"
+expect 2 "bad env value" -- env LLMR_PORT=http "$LLMR" config
+has "$err" "LLMR_PORT=http" "bad env named"
+expect 0 "config --json" -- "$LLMR" config --json
+has "$out" '"source": "default"' "config json"
+
+# A tiny snapshot: good, then broken.
+mkdir -p "$tmp/tok"
+echo '{"version": "1.0"}' >"$tmp/tok/tokenizer.json"
+expect 0 "synth tiny" -- "$LLMR" model synth --preset gpt-oss-tiny --out "$tmp/tiny" --tokenizer-from "$tmp/tok"
+expect 2 "synth into a non-empty directory" -- "$LLMR" model synth --preset gpt-oss-tiny --out "$tmp/tiny"
+has "$err" "not empty" "synth refuses to overwrite"
+expect 2 "synth unknown preset" -- "$LLMR" model synth --preset llama-70b --out "$tmp/x"
+has "$err" "gpt-oss-20b" "synth lists presets"
+expect 0 "inspect tiny" -- "$LLMR" inspect "$tmp/tiny"
+has "$out" '"runtime": "gpt_oss"' "inspect runtime"
+has "$out" '"primary_file": "model.safetensors.index.json"' "inspect primary file"
+has "$out" '"total_bytes": ' "inspect total bytes"
+[[ -z "$err" ]] || fail "inspect of a good model wrote to stderr: $err"
+
+cp -r "$tmp/tiny" "$tmp/broken"
+rm "$tmp/broken/tokenizer.json"
+truncate -s -100 "$tmp/broken/model-00001-of-00001.safetensors"
+expect 1 "inspect broken" -- "$LLMR" inspect "$tmp/broken"
+[[ -z "$out" ]] || fail "inspect of a broken model printed a descriptor"
+has "$err" "2 problems" "problem count"
+has "$err" "tokenizer.json: missing" "missing tokenizer named"
+has "$err" "model-00001-of-00001.safetensors: file is truncated" "truncated shard named"
+has "$err" "100 bytes missing" "missing byte count"
+
+# serve reports what it would serve.
+mkdir -p "$tmp/data/models"
+cp -r "$tmp/tiny" "$tmp/data/models/tiny"
+cp -r "$tmp/broken" "$tmp/data/models/broken"
+expect 0 "serve" -- "$LLMR" serve --data-dir "$tmp/data" --port 8181
+has "$out" "tiny" "serve lists the model"
+has "$out" "files check out" "serve says tiny is sound"
+has "$out" "not ready: 2 problem(s)" "serve says broken is not ready"
+has "$out" "127.0.0.1:8181" "serve names its address"
+expect 2 "serve with an argument" -- "$LLMR" serve extra
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures CLI checks failed" >&2
+  exit 1
+fi
+echo "all CLI checks passed"

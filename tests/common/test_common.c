@@ -1,0 +1,215 @@
+/* Tests of the common layer: status codes, strings, UTF-8, the string map, problem
+ * lists, JSON helpers, logging and file helpers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "common/fs_util.h"
+#include "common/json_util.h"
+#include "common/log.h"
+#include "common/problems.h"
+#include "common/strbuf.h"
+#include "common/strmap.h"
+#include "common/utf8.h"
+#include "fixture.h"
+#include "llmr/status.h"
+
+TEST(status_names_and_messages_come_from_one_list)
+{
+    CHECK_EQ_STR(llmr_status_name(LLMR_OK), "OK");
+    CHECK_EQ_STR(llmr_status_name(LLMR_MODEL_CORRUPT), "MODEL_CORRUPT");
+    CHECK_EQ_STR(llmr_status_name(LLMR_LOAD_FAILED), "LOAD_FAILED");
+    CHECK_EQ_STR(llmr_status_name((llmr_status)999), "UNKNOWN");
+    CHECK_EQ_STR(llmr_status_message((llmr_status)-1), "unknown status");
+    /* The ten coarse codes of the engine ABI keep their numbers. */
+    CHECK_EQ_INT(LLMR_OK, 0);
+    CHECK_EQ_INT(LLMR_OOM_VRAM, 1);
+    CHECK_EQ_INT(LLMR_TIMEOUT, 4);
+    CHECK_EQ_INT(LLMR_LOAD_FAILED, 9);
+    for (int s = 0; s < LLMR_STATUS_COUNT; s++) {
+        CHECK(strlen(llmr_status_name((llmr_status)s)) > 0);
+        CHECK(strlen(llmr_status_message((llmr_status)s)) > 0);
+    }
+}
+
+TEST(strbuf_grows_formats_and_escapes)
+{
+    llmr_strbuf sb = LLMR_STRBUF_INIT;
+    CHECK_EQ_STR(llmr_strbuf_cstr(&sb), "");
+    for (int i = 0; i < 1000; i++)
+        llmr_strbuf_printf(&sb, "%d,", i);
+    CHECK(sb.len > 3000);
+    CHECK(strncmp(sb.data, "0,1,2,", 6) == 0);
+    llmr_strbuf_reset(&sb);
+    llmr_strbuf_put_display(&sb, "a\nb\\c\x01\xff\xc3\xa9", 9);
+    CHECK_EQ_STR(llmr_strbuf_cstr(&sb), "a\\nb\\\\c\\x01\\xff\xc3\xa9");
+    char *taken = llmr_strbuf_take(&sb);
+    CHECK(taken != NULL);
+    CHECK_EQ_INT(sb.len, 0);
+    free(taken);
+    llmr_strbuf_free(&sb);
+}
+
+TEST(utf8_validation_rejects_overlongs_surrogates_and_truncation)
+{
+    size_t bad = 0;
+    CHECK(llmr_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15, NULL));
+    CHECK(!llmr_utf8_valid("ab\xc0\xaf", 4, &bad)); /* overlong '/' */
+    CHECK_EQ_INT(bad, 2);
+    CHECK(!llmr_utf8_valid("\xed\xa0\x80", 3, &bad)); /* surrogate U+D800 */
+    CHECK_EQ_INT(bad, 0);
+    CHECK(!llmr_utf8_valid("x\xe2\x82", 3, &bad)); /* cut short */
+    CHECK_EQ_INT(bad, 1);
+    CHECK(!llmr_utf8_valid("\xf4\x90\x80\x80", 4, NULL)); /* above U+10FFFF */
+}
+
+TEST(strmap_holds_many_keys)
+{
+    llmr_strmap *m = llmr_strmap_create(0);
+    char key[32];
+    for (size_t i = 0; i < 20000; i++) {
+        snprintf(key, sizeof key, "tensor.%zu", i);
+        CHECK_EQ_INT(llmr_strmap_put(m, key, i), LLMR_STRMAP_ADDED);
+    }
+    CHECK_EQ_INT(llmr_strmap_put(m, "tensor.5", 99), LLMR_STRMAP_EXISTS);
+    size_t v = 0;
+    CHECK(llmr_strmap_get(m, "tensor.12345", &v));
+    CHECK_EQ_INT(v, 12345);
+    CHECK(llmr_strmap_get(m, "tensor.5", &v));
+    CHECK_EQ_INT(v, 5);
+    CHECK(!llmr_strmap_get(m, "tensor.20000", NULL));
+    CHECK_EQ_INT(llmr_strmap_count(m), 20000);
+    llmr_strmap_free(m);
+}
+
+TEST(problems_are_capped_and_remember_codes)
+{
+    llmr_problems p;
+    llmr_problems_init(&p);
+    CHECK_EQ_INT(llmr_problems_first_code(&p), LLMR_OK);
+    llmr_problems_add(&p, LLMR_NOT_FOUND, "config.json", "missing (%s)", "needed");
+    size_t mark = llmr_problems_total(&p);
+    CHECK_EQ_INT(llmr_problems_code_since(&p, mark), LLMR_OK);
+    for (int i = 0; i < LLMR_PROBLEMS_MAX + 50; i++)
+        llmr_problems_add(&p, LLMR_MODEL_CORRUPT, NULL, "problem %d", i);
+    CHECK_EQ_INT(p.count, LLMR_PROBLEMS_MAX);
+    CHECK_EQ_INT(llmr_problems_total(&p), LLMR_PROBLEMS_MAX + 51);
+    CHECK_EQ_INT(llmr_problems_first_code(&p), LLMR_NOT_FOUND);
+    CHECK_EQ_INT(llmr_problems_code_since(&p, mark), LLMR_MODEL_CORRUPT);
+    CHECK_EQ_INT(llmr_problems_code_since(&p, llmr_problems_total(&p) - 1), LLMR_MODEL_CORRUPT);
+    CHECK(llmr_problems_mention(&p, "config.json"));
+    CHECK(llmr_problems_mention(&p, "problem 7"));
+    llmr_problems_free(&p);
+}
+
+TEST(json_rejects_duplicates_and_reports_position)
+{
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    const char *dup = "{\"a\": 1,\n \"a\": 2}";
+    CHECK(llmr_json_parse(dup, strlen(dup), &err) == NULL);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "line 2");
+    llmr_strbuf_reset(&err);
+    const char *bad_utf8 = "{\"a\": \"\xff\"}";
+    CHECK(llmr_json_parse(bad_utf8, strlen(bad_utf8), &err) == NULL);
+    llmr_strbuf_free(&err);
+
+    uint64_t v = 0;
+    json_t *n = json_real(4096.0);
+    CHECK(llmr_json_as_u64(n, &v));
+    CHECK_EQ_INT(v, 4096);
+    json_decref(n);
+    n = json_real(1.5);
+    CHECK(!llmr_json_as_u64(n, &v));
+    json_decref(n);
+    n = json_integer(-1);
+    CHECK(!llmr_json_as_u64(n, &v));
+    json_decref(n);
+}
+
+static char last_line[4096];
+static int lines;
+
+static void capture(void *ctx, llmr_log_level level, const char *line)
+{
+    (void)ctx;
+    (void)level;
+    snprintf(last_line, sizeof last_line, "%s", line);
+    lines++;
+}
+
+TEST(log_filters_by_level_and_carries_request_id)
+{
+    llmr_log_set_sink(capture, NULL);
+    llmr_log_set_level(LLMR_LOG_WARN);
+    llmr_log_info("storage", "not shown");
+    CHECK_EQ_INT(lines, 0);
+    llmr_log_set_request_id("req-42");
+    llmr_log_warn("storage", "shard %d is short", 3);
+    CHECK_EQ_INT(lines, 1);
+    CHECK_CONTAINS(last_line, "WARN");
+    CHECK_CONTAINS(last_line, "storage");
+    CHECK_CONTAINS(last_line, "[req=req-42]");
+    CHECK_CONTAINS(last_line, "shard 3 is short");
+    llmr_log_set_request_id(NULL);
+    llmr_log_error("node", "x");
+    CHECK(strstr(last_line, "req=") == NULL);
+    llmr_log_level l;
+    CHECK(llmr_log_level_parse("DEBUG", &l) && l == LLMR_LOG_DEBUG);
+    CHECK(llmr_log_level_parse("warning", &l) && l == LLMR_LOG_WARN);
+    CHECK(!llmr_log_level_parse("loud", &l));
+    llmr_log_set_sink(NULL, NULL);
+    llmr_log_set_level(LLMR_LOG_INFO);
+}
+
+TEST(file_names_from_outside_are_checked)
+{
+    CHECK(llmr_file_name_is_safe("model-00001-of-00002.safetensors"));
+    CHECK(llmr_file_name_is_safe("mod\xc3\xa8le.safetensors"));
+    CHECK(!llmr_file_name_is_safe(""));
+    CHECK(!llmr_file_name_is_safe("."));
+    CHECK(!llmr_file_name_is_safe(".."));
+    CHECK(!llmr_file_name_is_safe("../etc/passwd"));
+    CHECK(!llmr_file_name_is_safe("a/b.safetensors"));
+    CHECK(!llmr_file_name_is_safe("a\\b"));
+    CHECK(!llmr_file_name_is_safe("new\nline"));
+    CHECK(!llmr_file_name_is_safe("bad\xff.safetensors"));
+    char long_name[300];
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    CHECK(!llmr_file_name_is_safe(long_name));
+}
+
+TEST(read_file_enforces_its_limit_and_atomic_write_replaces)
+{
+    const char *dir = fx_tmpdir();
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_write_file_atomic(fx_path(dir, "a.txt"), "hello", 5, &err), LLMR_OK);
+    CHECK_EQ_INT(llmr_write_file_atomic(fx_path(dir, "a.txt"), "world!", 6, &err), LLMR_OK);
+    char *data;
+    size_t len;
+    CHECK_EQ_INT(llmr_read_file(fx_path(dir, "a.txt"), 100, &data, &len, &err), LLMR_OK);
+    CHECK_EQ_INT(len, 6);
+    CHECK_EQ_STR(data, "world!");
+    free(data);
+    CHECK_EQ_INT(llmr_read_file(fx_path(dir, "a.txt"), 3, &data, &len, &err), LLMR_LIMIT_EXCEEDED);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "limit");
+    CHECK_EQ_INT(llmr_read_file(fx_path(dir, "none"), 3, &data, &len, &err), LLMR_NOT_FOUND);
+    CHECK_EQ_INT(llmr_read_file(dir, 3, &data, &len, &err), LLMR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(llmr_mkdir_p(fx_path(dir, "x/y/z"), &err), LLMR_OK);
+    CHECK_EQ_INT(llmr_mkdir_p(fx_path(dir, "a.txt"), &err), LLMR_IO);
+    llmr_strbuf_free(&err);
+}
+
+int main(void)
+{
+    RUN(status_names_and_messages_come_from_one_list);
+    RUN(strbuf_grows_formats_and_escapes);
+    RUN(utf8_validation_rejects_overlongs_surrogates_and_truncation);
+    RUN(strmap_holds_many_keys);
+    RUN(problems_are_capped_and_remember_codes);
+    RUN(json_rejects_duplicates_and_reports_position);
+    RUN(log_filters_by_level_and_carries_request_id);
+    RUN(file_names_from_outside_are_checked);
+    RUN(read_file_enforces_its_limit_and_atomic_write_replaces);
+    return llmr_test_finish();
+}
