@@ -23,20 +23,24 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) > $(BUILD).configure.log 2>&1 \
+	  || { cat $(BUILD).configure.log; exit 1; }
+	@grep '^-- llmr:' $(BUILD).configure.log || true
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan: deps
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF >/dev/null
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF > build-asan.configure.log 2>&1 \
+	  || { cat build-asan.configure.log; exit 1; }
 	@cmake --build build-asan -j $(JOBS)
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
 fuzz: deps
-	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DLLMR_FUZZ=ON -DLLMR_CUDA=OFF >/dev/null
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DLLMR_FUZZ=ON -DLLMR_CUDA=OFF > build-fuzz.configure.log 2>&1 \
+	  || { cat build-fuzz.configure.log; exit 1; }
 	@cmake --build build-fuzz -j $(JOBS)
 	@scripts/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
@@ -47,4 +51,4 @@ gpu-bundle: build
 	@scripts/gpu-bundle.sh $(BUILD) dist/gpu
 
 clean:
-	rm -rf build build-asan build-fuzz dist
+	rm -rf build build-asan build-fuzz dist *.configure.log

@@ -25,5 +25,5 @@ for bin in "$out"/bin/*; do
     esac
   done
 done
-cp "$root"/tests/gpu/* "$out/tests/"
+cp "$root"/tests/gpu/* "$root"/bench/*.py "$out/tests/"
 echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out: $(ls "$out/bin" | tr '\n' ' ')"

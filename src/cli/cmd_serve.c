@@ -83,4 +83,5 @@ static int run(int argc, char **argv, const llmr_config *config)
     return LLMR_EXIT_OK;
 }
 
-const llmr_command llmr_cmd_serve = {"serve", "run the router and a node in one process", run, help};
+const llmr_command llmr_cmd_serve = {"serve", "check the models it would serve (no HTTP API yet)",
+                                     run, help};

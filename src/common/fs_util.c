@@ -108,6 +108,38 @@ close_fd:
     return status;
 }
 
+bool llmr_pread_all(int fd, void *buf, size_t n, uint64_t offset)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t r = pread(fd, p, n, (off_t)offset);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+        offset += (uint64_t)r;
+    }
+    return true;
+}
+
+bool llmr_pwrite_all(int fd, const void *buf, size_t n, uint64_t offset)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, (off_t)offset);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+        offset += (uint64_t)w;
+    }
+    return true;
+}
+
 llmr_status llmr_write_file_atomic(const char *path, const void *data, size_t len,
                                    llmr_strbuf *err)
 {

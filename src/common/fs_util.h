@@ -28,6 +28,11 @@ bool llmr_name_has_suffix(const char *name, const char *suffix);
 llmr_status llmr_read_file(const char *path, size_t max_bytes, char **data, size_t *len,
                            llmr_strbuf *err);
 
+/* pread/pwrite of exactly n bytes at offset, retrying short transfers and EINTR.
+ * False on error or end of file (errno tells which error). */
+bool llmr_pread_all(int fd, void *buf, size_t n, uint64_t offset);
+bool llmr_pwrite_all(int fd, const void *buf, size_t n, uint64_t offset);
+
 /* Writes data to path through a temporary file in the same directory and a rename,
  * so readers see the old file or the new one, never a part. */
 llmr_status llmr_write_file_atomic(const char *path, const void *data, size_t len,

@@ -6,6 +6,7 @@
 
 #include "common/fs_util.h"
 #include "common/json_util.h"
+#include "common/log.h"
 #include "storage/model_internal.h"
 #include "storage/st_index.h"
 
@@ -166,6 +167,10 @@ static bool open_shards(llmr_model *m, const llmr_dir_listing *l, const shard_se
         if (llmr_st_file_open(path, name, &m->shards[i], p) != LLMR_OK ||
             !llmr_model_add_file(m, name, e->size, "weights"))
             ok = false;
+        else
+            llmr_log_debug("storage", "%s: %zu tensors, %llu-byte header", name,
+                           m->shards[i].header.count,
+                           (unsigned long long)m->shards[i].data_offset - 8);
         free(path);
     }
     return ok;

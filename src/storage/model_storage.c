@@ -1,12 +1,15 @@
 /* ModelStorage entry points: format decision, the shared helpers, and cleanup.
  * The format paths live in model_safetensors.c and model_gguf.c. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "storage/model_storage.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/fs_util.h"
+#include "common/log.h"
 #include "storage/model_internal.h"
 
 bool llmr_model_format_parse(const char *text, llmr_model_format *out)
@@ -167,7 +170,12 @@ llmr_status llmr_model_open(const char *dir, const llmr_model_options *options, 
         return status;
 
     llmr_model *m = calloc(1, sizeof *m);
-    if (!m || !(m->dir = strdup(dir)) || !(m->notes = json_array()) ||
+    char *absolute = realpath(dir, NULL); /* the descriptor names the directory absolutely */
+    if (m)
+        m->dir = absolute ? absolute : strdup(dir);
+    else
+        free(absolute);
+    if (!m || !m->dir || !(m->notes = json_array()) ||
         !(m->warnings = json_array())) {
         llmr_problems_add(problems, LLMR_OOM_RAM, NULL, "out of memory opening %s", dir);
         goto fail;
@@ -180,12 +188,17 @@ llmr_status llmr_model_open(const char *dir, const llmr_model_options *options, 
     if (llmr_problems_total(problems) != before)
         goto fail;
     llmr_dir_listing_free(&listing);
+    llmr_log_debug("storage", "%s: %s, runtime %s, %zu files, %llu bytes, %zu tensors", m->dir,
+                   llmr_model_format_name(m->format),
+                   m->runtime ? llmr_runtime_name(m->runtime) : "none", m->file_count,
+                   (unsigned long long)m->total_bytes, m->tensor_count);
     *out = m;
     return LLMR_OK;
 
 fail:
     llmr_dir_listing_free(&listing);
     llmr_model_close(m);
+    llmr_log_debug("storage", "%s: %zu problems", dir, llmr_problems_total(problems) - before);
     return llmr_problems_code_since(problems, before);
 }
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fs_util.h"
 #include "common/json_util.h"
 
 /* How many names one overlap/gap report quotes before it stops listing. */
@@ -383,22 +384,6 @@ llmr_status llmr_st_parse_buffer(const uint8_t *buf, size_t len, const char *fil
                                 problems);
 }
 
-static bool pread_all(int fd, void *buf, size_t n, uint64_t offset)
-{
-    uint8_t *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)offset);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-        offset += (uint64_t)r;
-    }
-    return true;
-}
-
 llmr_status llmr_st_file_open(const char *path, const char *label, llmr_st_file *f,
                               llmr_problems *problems)
 {
@@ -423,7 +408,7 @@ llmr_status llmr_st_file_open(const char *path, const char *label, llmr_st_file 
     if (status != LLMR_OK)
         goto close_fd;
     uint8_t prefix[8];
-    if (!pread_all(fd, prefix, 8, 0)) {
+    if (!llmr_pread_all(fd, prefix, 8, 0)) {
         llmr_problems_add(problems, LLMR_IO, label, "cannot read the header length: %s",
                           strerror(errno));
         status = LLMR_IO;
@@ -440,7 +425,7 @@ llmr_status llmr_st_file_open(const char *path, const char *label, llmr_st_file 
         status = LLMR_OOM_RAM;
         goto close_fd;
     }
-    if (!pread_all(fd, text, n, 8)) {
+    if (!llmr_pread_all(fd, text, n, 8)) {
         llmr_problems_add(problems, LLMR_IO, label, "cannot read the header: %s", strerror(errno));
         status = LLMR_IO;
         free(text);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fs_util.h"
+
 #define FILL_CHUNK (4u << 20)
 
 bool llmr_st_tensor_bytes(const llmr_st_write_tensor *t, uint64_t *bytes)
@@ -19,22 +21,6 @@ bool llmr_st_tensor_bytes(const llmr_st_write_tensor *t, uint64_t *bytes)
     if (__builtin_mul_overflow(n, (uint64_t)llmr_dtype_bits(t->dtype), &n) || n % 8)
         return false;
     *bytes = n / 8;
-    return true;
-}
-
-static bool write_all(int fd, const void *buf, size_t n, uint64_t offset)
-{
-    const uint8_t *p = buf;
-    while (n) {
-        ssize_t w = pwrite(fd, p, n, (off_t)offset);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-        offset += (uint64_t)w;
-    }
     return true;
 }
 
@@ -109,7 +95,7 @@ llmr_status llmr_st_write_file(const char *path, const llmr_st_write_tensor *t, 
     for (int i = 0; i < 8; i++)
         prefix[i] = (uint8_t)((uint64_t)header_len >> (8 * i));
     uint64_t data_start = 8 + header_len;
-    if (!write_all(fd, prefix, 8, 0) || !write_all(fd, header, header_len, 8) ||
+    if (!llmr_pwrite_all(fd, prefix, 8, 0) || !llmr_pwrite_all(fd, header, header_len, 8) ||
         ftruncate(fd, (off_t)(data_start + data_bytes)) != 0) {
         llmr_strbuf_printf(err, "writing %s failed: %s", path, strerror(errno));
         status = LLMR_IO;
@@ -133,7 +119,7 @@ llmr_status llmr_st_write_file(const char *path, const llmr_st_write_tensor *t, 
                     llmr_strbuf_printf(err, "filling tensor %s failed", t[i].name);
                     goto remove_tmp;
                 }
-                if (!write_all(fd, chunk, len, at + off)) {
+                if (!llmr_pwrite_all(fd, chunk, len, at + off)) {
                     llmr_strbuf_printf(err, "writing %s failed: %s", path, strerror(errno));
                     status = LLMR_IO;
                     goto remove_tmp;
