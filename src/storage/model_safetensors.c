@@ -123,13 +123,12 @@ static bool find_shards(llmr_model *m, const llmr_dir_listing *l, shard_set *set
                           n, llmr_strbuf_cstr(&names));
     } else if (n == 1) {
         set->names = calloc(1, sizeof *set->names);
-        if (!set->names || !(set->names[0] = strdup(llmr_strbuf_cstr(&names))) ||
-            !(m->primary_file = strdup(set->names[0]))) {
-            oom(p);
-        } else {
-            set->count = 1;
+        if (set->names && (set->names[0] = strdup(llmr_strbuf_cstr(&names))))
+            set->count = 1; /* from here shard_set_free owns the name */
+        if (set->count == 1 && (m->primary_file = strdup(set->names[0])))
             ok = true;
-        }
+        else
+            oom(p);
     }
     /* n == 0: every .safetensors had a bad name, already reported. */
     llmr_strbuf_free(&names);
