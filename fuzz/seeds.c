@@ -6,6 +6,7 @@
 
 #include "fixture.h"
 #include "gguf_builder.h"
+#include "spm_tokenizer.h"
 #include "storage/st_writer.h"
 
 int main(int argc, char **argv)
@@ -51,5 +52,32 @@ int main(int argc, char **argv)
     gb_tensor(&b, "output.weight", 2, (uint64_t[]){256, 1}, 12, 192);
     gb_write(&b, dir, "mxfp4.gguf", 192 + 144);
     gb_free(&b);
+
+    snprintf(dir, sizeof dir, "%s/tokenizer", argv[1]);
+    mkdir(dir, 0755);
+    char *spm = spm_tokenizer_json(SPM_LLAMA2, 30);
+    fx_write_text(dir, "spm_llama2.json", spm);
+    free(spm);
+    spm = spm_tokenizer_json(SPM_METASPACE, 30);
+    fx_write_text(dir, "spm_metaspace.json", spm);
+    free(spm);
+    fx_write_text(dir, "byte_level.json",
+                  "{\"added_tokens\":[{\"id\":9,\"content\":\"<|x|>\",\"special\":true,"
+                  "\"lstrip\":true,\"single_word\":true}],\"normalizer\":{\"type\":\"Sequence\","
+                  "\"normalizers\":[{\"type\":\"NFKC\"},{\"type\":\"Lowercase\"}]},"
+                  "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
+                  "\"pattern\":{\"Regex\":\"\\\\p{N}{1,3}| ?\\\\p{L}+|\\\\s+(?!\\\\S)|\\\\s+\"},"
+                  "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\","
+                  "\"add_prefix_space\":false,\"use_regex\":false}]},\"post_processor\":"
+                  "{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<|x|>\"}},"
+                  "{\"Sequence\":{\"id\":\"A\"}}],\"special_tokens\":{\"<|x|>\":{\"ids\":[9]}}},"
+                  "\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
+                  "\"ignore_merges\":true,\"vocab\":{\"a\":0,\"b\":1,\"ab\":2,\"\xc4\xa0\":3,"
+                  "\"1\":4},\"merges\":[[\"a\",\"b\"]]}}");
+
+    snprintf(dir, sizeof dir, "%s/text", argv[1]);
+    mkdir(dir, 0755);
+    fx_write_text(dir, "mixed.txt", "The quick brown fox, 12345 <|end|> caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac "
+                                    "\xf0\x9f\xa6\x99\n\t  spaces   and\r\n");
     return 0;
 }

@@ -8,6 +8,8 @@ set -euo pipefail
 packages=(
   gcc make cmake pkg-config     # toolchain
   libjansson-dev                # JSON
+  libpcre2-dev                  # tokenizer pre-split regexes (UTF + UCP, JIT)
+  libutf8proc-dev               # tokenizer Unicode normalization and properties
   clang libclang-rt-14-dev      # libFuzzer targets (make fuzz) and their runtime
 )
 

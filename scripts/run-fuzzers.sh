@@ -14,11 +14,14 @@ cp "$root"/tests/fixtures/nemotron_h_tiny/*.header.json "$work/seeds/safetensors
 cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/*.header.json "$work/seeds/safetensors/" 2>/dev/null
 cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/model.safetensors.index.json "$work/seeds/index/" 2>/dev/null
 
-declare -A seeds=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf)
-declare -A dicts=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf)
+declare -A seeds=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
+                  [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text)
+declare -A dicts=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
+                  [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text)
+targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip})
 status=0
 summary=()
-for target in fuzz_safetensors_header fuzz_st_index fuzz_gguf_header; do
+for target in "${targets[@]}"; do
   corpus="$work/corpus/$target"
   mkdir -p "$corpus"
   cp -n "$work/seeds/${seeds[$target]}"/* "$corpus/"

@@ -28,6 +28,8 @@ extern const llmr_command llmr_cmd_inspect;
 extern const llmr_command llmr_cmd_config;
 extern const llmr_command llmr_cmd_model;
 extern const llmr_command llmr_cmd_bench;
+extern const llmr_command llmr_cmd_tokenize;
+extern const llmr_command llmr_cmd_detokenize;
 
 /* True when argv holds -h or --help. */
 bool llmr_cli_wants_help(int argc, char **argv);

@@ -6,16 +6,22 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "common/fs_util.h"
 #include "common/json_util.h"
 #include "common/utf8.h"
 #include "storage/model_storage.h"
+#include "tokenizer/tokenizer.h"
 
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr bench inspect DIR [--runs N] [--format safetensors|gguf]\n\n"
-            "Times llmr inspect's work on DIR N times (default 20) in this process and\n"
-            "prints the first run, min, median and max in milliseconds, as JSON.\n");
+            "usage: llmr bench inspect DIR [--runs N] [--format safetensors|gguf]\n"
+            "       llmr bench tokenizer --tokenizer FILE --corpus FILE [--runs N]\n\n"
+            "inspect: times llmr inspect's work on DIR N times (default 20) in this process\n"
+            "and prints the first run, min, median and max in milliseconds, as JSON.\n\n"
+            "tokenizer: loads FILE N times (default 5) and encodes and decodes the whole\n"
+            "corpus N times on one thread; prints load time and encode/decode throughput\n"
+            "(MB of UTF-8 text per second, medians), as JSON.\n");
 }
 
 static double now_ms(void)
@@ -104,13 +110,113 @@ static int bench_inspect(int argc, char **argv)
     return text ? LLMR_EXIT_OK : LLMR_EXIT_FAILED;
 }
 
+static double median_of(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return v[n / 2];
+}
+
+static int bench_tokenizer(int argc, char **argv)
+{
+    const char *path = NULL, *corpus_path = NULL;
+    long runs = 5;
+    bool bad = false;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *v;
+        if (llmr_cli_option(argc, argv, &i, "--tokenizer", &v, &bad))
+            path = v;
+        else if (llmr_cli_option(argc, argv, &i, "--corpus", &v, &bad))
+            corpus_path = v;
+        else if (llmr_cli_option(argc, argv, &i, "--runs", &v, &bad)) {
+            runs = bad ? 0 : strtol(v, NULL, 10);
+            if (!bad && (runs < 1 || runs > 1000)) {
+                llmr_cli_error("bench", "--runs takes 1 to 1000");
+                bad = true;
+            }
+        } else {
+            llmr_cli_error("bench", "unexpected argument \"%s\"", argv[i]);
+            bad = true;
+        }
+    }
+    if (!bad && (!path || !corpus_path)) {
+        llmr_cli_error("bench", "usage: llmr bench tokenizer --tokenizer FILE --corpus FILE");
+        bad = true;
+    }
+    if (bad)
+        return LLMR_EXIT_USAGE;
+    char *corpus;
+    size_t len;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (llmr_read_file(corpus_path, 1u << 30, &corpus, &len, &err) != LLMR_OK) {
+        llmr_cli_error("bench", "%s: %s", corpus_path, llmr_strbuf_cstr(&err));
+        llmr_strbuf_free(&err);
+        return LLMR_EXIT_FAILED;
+    }
+    double *load = calloc((size_t)runs, sizeof *load), *enc = calloc((size_t)runs, sizeof *enc),
+           *dec = calloc((size_t)runs, sizeof *dec);
+    llmr_tokenizer *tok = NULL;
+    llmr_ids ids = LLMR_IDS_INIT;
+    llmr_strbuf text = LLMR_STRBUF_INIT;
+    int rc = LLMR_EXIT_FAILED;
+    if (!load || !enc || !dec)
+        goto done;
+    for (long r = 0; r < runs; r++) {
+        llmr_tokenizer_free(tok);
+        tok = NULL;
+        double t0 = now_ms();
+        if (llmr_tokenizer_load_file(path, &tok, &err) != LLMR_OK) {
+            llmr_cli_error("bench", "%s", llmr_strbuf_cstr(&err));
+            goto done;
+        }
+        load[r] = now_ms() - t0;
+    }
+    for (long r = 0; r < runs; r++) {
+        ids.count = 0;
+        double t0 = now_ms();
+        if (llmr_tokenizer_encode(tok, corpus, len, LLMR_ENCODE_PARSE_SPECIAL, &ids, &err) != LLMR_OK) {
+            llmr_cli_error("bench", "encode: %s", llmr_strbuf_cstr(&err));
+            goto done;
+        }
+        enc[r] = now_ms() - t0;
+        llmr_strbuf_reset(&text);
+        t0 = now_ms();
+        if (llmr_tokenizer_decode(tok, ids.data, ids.count, 0, &text, NULL, &err) != LLMR_OK) {
+            llmr_cli_error("bench", "decode: %s", llmr_strbuf_cstr(&err));
+            goto done;
+        }
+        dec[r] = now_ms() - t0;
+    }
+    bool round_trip = text.len == len && memcmp(llmr_strbuf_cstr(&text), corpus, len) == 0;
+    double mb = len / 1e6;
+    size_t n_ids = ids.count;
+    double load_ms = median_of(load, runs), enc_ms = median_of(enc, runs), dec_ms = median_of(dec, runs);
+    printf("{\"benchmark\": \"tokenizer\", \"corpus_bytes\": %zu, \"tokens\": %zu, \"runs\": %ld, "
+           "\"load_ms\": %.1f, \"encode_ms\": %.2f, \"encode_mb_per_s\": %.2f, "
+           "\"decode_ms\": %.2f, \"decode_mb_per_s\": %.2f, \"round_trip\": %s}\n",
+           len, n_ids, runs, load_ms, enc_ms, mb / (enc_ms / 1e3), dec_ms, mb / (dec_ms / 1e3),
+           round_trip ? "true" : "false");
+    rc = LLMR_EXIT_OK;
+done:
+    free(load);
+    free(enc);
+    free(dec);
+    free(corpus);
+    llmr_ids_free(&ids);
+    llmr_strbuf_free(&text);
+    llmr_strbuf_free(&err);
+    llmr_tokenizer_free(tok);
+    return rc;
+}
+
 static int run(int argc, char **argv, const llmr_config *config)
 {
     (void)config;
     if (argc >= 2 && strcmp(argv[1], "inspect") == 0)
         return bench_inspect(argc - 1, argv + 1);
-    llmr_cli_error("bench", "which benchmark? (inspect)");
+    if (argc >= 2 && strcmp(argv[1], "tokenizer") == 0)
+        return bench_tokenizer(argc - 1, argv + 1);
+    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer)");
     return LLMR_EXIT_USAGE;
 }
 
-const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect", run, help};
+const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect, tokenizer", run, help};

@@ -66,6 +66,16 @@ bool llmr_strbuf_append(llmr_strbuf *sb, const void *bytes, size_t n)
     return true;
 }
 
+bool llmr_strbuf_append_range(llmr_strbuf *sb, size_t off, size_t n)
+{
+    if (off > sb->len || n > sb->len - off || !reserve(sb, n))
+        return false;
+    memcpy(sb->data + sb->len, sb->data + off, n);
+    sb->len += n;
+    sb->data[sb->len] = '\0';
+    return true;
+}
+
 bool llmr_strbuf_puts(llmr_strbuf *sb, const char *s)
 {
     return llmr_strbuf_append(sb, s, strlen(s));
@@ -134,6 +144,29 @@ bool llmr_strbuf_put_display(llmr_strbuf *sb, const char *bytes, size_t n)
             }
         }
     }
+    return !sb->failed;
+}
+
+bool llmr_strbuf_append_lossy(llmr_strbuf *sb, const void *bytes, size_t n)
+{
+    const unsigned char *s = bytes;
+    size_t i = 0, run = 0;
+    while (i < n) {
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = llmr_utf8_char_len(s + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        llmr_strbuf_append(sb, s + run, i - run);
+        llmr_strbuf_puts(sb, "\xef\xbf\xbd");
+        i += llmr_utf8_invalid_len(s + i, n - i);
+        run = i;
+    }
+    llmr_strbuf_append(sb, s + run, n - run);
     return !sb->failed;
 }
 

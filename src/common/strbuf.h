@@ -27,6 +27,8 @@ void llmr_strbuf_reset(llmr_strbuf *sb);
 
 bool llmr_strbuf_append(llmr_strbuf *sb, const void *bytes, size_t n);
 bool llmr_strbuf_puts(llmr_strbuf *sb, const char *s);
+/* Appends bytes [off, off + n) of the buffer itself (safe when the buffer moves). */
+bool llmr_strbuf_append_range(llmr_strbuf *sb, size_t off, size_t n);
 bool llmr_strbuf_putc(llmr_strbuf *sb, char c);
 bool llmr_strbuf_printf(llmr_strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -37,6 +39,10 @@ bool llmr_strbuf_vprintf(llmr_strbuf *sb, const char *fmt, va_list ap)
  * are; control characters, backslashes and invalid bytes as \n, \\ or \xNN.  Use it
  * for every name that came from outside (file names, tensor names). */
 bool llmr_strbuf_put_display(llmr_strbuf *sb, const char *bytes, size_t n);
+
+/* Appends bytes as UTF-8, each ill-formed subsequence replaced by U+FFFD (Rust's
+ * String::from_utf8_lossy). */
+bool llmr_strbuf_append_lossy(llmr_strbuf *sb, const void *bytes, size_t n);
 
 /* The contents; "" for an empty buffer, never NULL. */
 const char *llmr_strbuf_cstr(const llmr_strbuf *sb);

@@ -37,6 +37,29 @@ size_t llmr_utf8_char_len(const unsigned char *s, size_t n)
     return len;
 }
 
+size_t llmr_utf8_invalid_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf)
+        need = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        need = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        need = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 1;
+    size_t k = 1;
+    if (k < n && k < need && s[k] >= lo && s[k] <= hi)
+        k++;
+    else
+        return 1;
+    while (k < n && k < need && s[k] >= 0x80 && s[k] <= 0xbf)
+        k++;
+    return k < need ? k : 1; /* a complete sequence is not invalid; callers never ask */
+}
+
 bool llmr_utf8_valid(const char *s, size_t n, size_t *bad_offset)
 {
     const unsigned char *u = (const unsigned char *)s;

@@ -13,4 +13,8 @@ size_t llmr_utf8_char_len(const unsigned char *s, size_t n);
  * NULL) is the offset of the first byte that does not start a valid character. */
 bool llmr_utf8_valid(const char *s, size_t n, size_t *bad_offset);
 
+/* Length of the maximal subpart of an ill-formed sequence at s (1 to 3 bytes): what
+ * one U+FFFD replaces, as Unicode recommends and Rust's from_utf8_lossy does. */
+size_t llmr_utf8_invalid_len(const unsigned char *s, size_t n);
+
 #endif
