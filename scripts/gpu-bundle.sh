@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Collects what a GPU machine needs to run llmr's GPU checks into OUT (default
 # dist/gpu): the llmr binary, llmr-gpu-probe, the shared libraries they use that a
-# bare CUDA machine may lack, and the GPU test scripts.  Run binaries from there with
+# bare CUDA machine may lack, the GPU test and benchmark scripts, and their data.  Run binaries from there with
 # LD_LIBRARY_PATH=OUT/lib.
 # Usage: scripts/gpu-bundle.sh BUILD_DIR [OUT]
 set -euo pipefail
@@ -26,4 +26,11 @@ for bin in "$out"/bin/*; do
   done
 done
 cp "$root"/tests/gpu/* "$root"/bench/*.py "$out/tests/"
+# Tokenizer files for the comparisons: the SentencePiece-style ones the tests make,
+# gpt-oss's real one (when the shared data directory is there), o200k_base for tiktoken.
+mkdir -p "$out/data"
+LLMR_WRITE_TOKENIZERS="$out/data" "$build/tests/test_tokenizer_spm" >/dev/null
+shared="$root/../shared/models/gpt-oss-20b/tokenizer.json"
+[[ -f "$shared" ]] && cp "$shared" "$out/data/gpt-oss-tokenizer.json"
+"$root/scripts/fetch-bench-data.sh" "$build/bench-data" && cp "$build/bench-data/o200k_base.tiktoken" "$out/data/"
 echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out: $(ls "$out/bin" | tr '\n' ' ')"

@@ -94,10 +94,39 @@ static merge heap_pop(word *w)
     return top;
 }
 
+/* The merge of a pair: the dense table for two low ids, else the hash table. */
+static inline bool pair_merge(const llmr_bpe *b, uint32_t left, uint32_t right, uint32_t *rank,
+                              uint32_t *merged)
+{
+    if (b->low_pairs && (left | right) < 256) {
+        uint64_t v = b->low_pairs[left << 8 | right];
+        if (v == UINT64_MAX)
+            return false;
+        *rank = (uint32_t)(v >> 32);
+        *merged = (uint32_t)v;
+        return true;
+    }
+    return llmr_merge_map_get(&b->merges, left, right, rank, merged);
+}
+
+bool llmr_bpe_index_low_pairs(llmr_bpe *b)
+{
+    b->low_pairs = malloc(65536 * sizeof *b->low_pairs);
+    if (!b->low_pairs)
+        return false;
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint32_t rank, merged;
+        b->low_pairs[i] = llmr_merge_map_get(&b->merges, i >> 8, i & 255, &rank, &merged)
+                              ? (uint64_t)rank << 32 | merged
+                              : UINT64_MAX;
+    }
+    return true;
+}
+
 static void push_pair(const llmr_bpe *b, word *w, uint32_t pos, uint32_t left, uint32_t right)
 {
     uint32_t rank, merged;
-    if (llmr_merge_map_get(&b->merges, left, right, &rank, &merged))
+    if (pair_merge(b, left, right, &rank, &merged))
         heap_push(w, (merge){rank, pos, merged});
 }
 
@@ -114,7 +143,7 @@ static void merge_all(const llmr_bpe *b, word *w)
         symbol right = w->s[cur->next];
         uint32_t rank, merged;
         /* A stale entry: the pair at this position has changed since it was queued. */
-        if (!llmr_merge_map_get(&b->merges, cur->id, right.id, &rank, &merged) ||
+        if (!pair_merge(b, cur->id, right.id, &rank, &merged) ||
             merged != top.merged)
             continue;
         int32_t right_pos = cur->next;
@@ -129,6 +158,47 @@ static void merge_all(const llmr_bpe *b, word *w)
         if (cur->next >= 0)
             push_pair(b, w, top.pos, cur->id, w->s[cur->next].id);
     }
+}
+
+/* merge_all for short words: the same merges in the same order (lowest rank first,
+ * leftmost among equals) with the pair ranks in a flat array, of which a merge
+ * changes only the two pairs beside it.  A queue entry of the heap version can
+ * never be stale and still carry the current pair's merged id (merged strings are
+ * concatenations of their pair), so both orders are the same. */
+static void merge_small(const llmr_bpe *b, word *w)
+{
+    uint32_t ids[SMALL_WORD], lens[SMALL_WORD], rank[SMALL_WORD], merged[SMALL_WORD];
+    size_t n = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        ids[n] = w->s[i].id;
+        lens[n++] = w->s[i].len;
+    }
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!pair_merge(b, ids[i], ids[i + 1], &rank[i], &merged[i]))
+            rank[i] = UINT32_MAX;
+    while (n > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < n; i++)
+            if (rank[i] < rank[best])
+                best = i;
+        if (rank[best] == UINT32_MAX)
+            break;
+        ids[best] = merged[best];
+        lens[best] += lens[best + 1];
+        size_t tail = n - best - 2;
+        memmove(ids + best + 1, ids + best + 2, tail * sizeof *ids);
+        memmove(lens + best + 1, lens + best + 2, tail * sizeof *lens);
+        memmove(rank + best + 1, rank + best + 2, tail * sizeof *rank);
+        memmove(merged + best + 1, merged + best + 2, tail * sizeof *merged);
+        n--;
+        if (best > 0 && !pair_merge(b, ids[best - 1], ids[best], &rank[best - 1], &merged[best - 1]))
+            rank[best - 1] = UINT32_MAX;
+        if (best + 1 < n && !pair_merge(b, ids[best], ids[best + 1], &rank[best], &merged[best]))
+            rank[best] = UINT32_MAX;
+    }
+    for (size_t i = 0; i < n; i++)
+        w->s[i] = (symbol){ids[i], 0, 0, lens[i]};
+    w->n = n;
 }
 
 /* An unknown character: the pending unk of tokenizers' merge_word. */
@@ -248,7 +318,10 @@ bool llmr_bpe_tokenize(const llmr_bpe *b, const char *text, size_t len, llmr_ids
         symbols_byte_mode(b, text, len, &w);
     else
         symbols_char_mode(b, text, len, &w, scratch);
-    merge_all(b, &w);
+    if (w.n <= SMALL_WORD && !w.failed)
+        merge_small(b, &w);
+    else
+        merge_all(b, &w);
     if (w.failed || !llmr_ids_reserve(out, w.n))
         goto done;
     for (size_t i = 0; i < w.n; i++)
@@ -269,6 +342,7 @@ void llmr_bpe_free(llmr_bpe *b)
 {
     llmr_token_map_free(&b->bytes);
     llmr_merge_map_free(&b->merges);
+    free(b->low_pairs);
     free(b->prefix);
     free(b->suffix);
 }

@@ -34,6 +34,9 @@ typedef struct llmr_bpe {
     const llmr_token_map *surface; /* token string -> id (owned by the tokenizer) */
     llmr_token_map bytes;        /* byte mode: raw bytes -> id */
     llmr_merge_map merges;
+    /* Merges of two ids below 256 (the single bytes of byte-level vocabularies), as
+     * a dense table that stays in cache: (rank << 32 | merged), or UINT64_MAX. */
+    uint64_t *low_pairs;
     int64_t fallback[256];       /* id of "<0xXX>", or -1 */
     /* Byte mode: each raw byte's own token, else its byte-fallback tokens. */
     int64_t byte_token[256];
@@ -45,5 +48,8 @@ typedef struct llmr_bpe {
 bool llmr_bpe_tokenize(const llmr_bpe *bpe, const char *word, size_t len, llmr_ids *out);
 
 void llmr_bpe_free(llmr_bpe *bpe);
+
+/* Fills low_pairs from merges; false when out of memory. */
+bool llmr_bpe_index_low_pairs(llmr_bpe *bpe);
 
 #endif

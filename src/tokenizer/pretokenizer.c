@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/o200k_split.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
 
@@ -27,6 +28,7 @@ struct llmr_pretokenizer {
     llmr_regex *regex;          /* Split; ByteLevel with use_regex */
     behavior behavior;          /* Split, Punctuation */
     bool invert;                /* Split */
+    bool o200k;                 /* Split with the o200k pattern: ASCII fast path */
     bool add_prefix_space;      /* ByteLevel */
     char replacement[4];        /* Metaspace */
     size_t replacement_len;
@@ -128,6 +130,9 @@ llmr_status llmr_pretokenizer_build(const json_t *spec, llmr_pretokenizer **out,
         } else if (!(p->regex = llmr_pattern_build(json_object_get(spec, "pattern"),
                                                    "pre_tokenizer Split", err))) {
             st = LLMR_MODEL_CORRUPT;
+        } else {
+            const char *re = json_string_value(json_object_get(json_object_get(spec, "pattern"), "Regex"));
+            p->o200k = re && strcmp(re, llmr_o200k_pattern) == 0;
         }
     } else if (strcmp(type, "ByteLevel") == 0) {
         p->kind = BYTE_LEVEL;
@@ -243,6 +248,38 @@ static bool regex_spans(const llmr_regex *re, const char *text, size_t len, span
         if (e == s) {
             if (e >= len)
                 break;
+            size_t k;
+            llmr_uc_decode(text + e, len - e, &k);
+            pos = e + k;
+        } else {
+            pos = e;
+        }
+    }
+    if (prev != len)
+        span_push(m, prev, len, false);
+    return true;
+}
+
+/* As regex_spans for the o200k pattern, which matches at every position: the ASCII
+ * fast path answers where it can, the regex engine elsewhere. */
+static bool o200k_spans(const llmr_regex *re, const char *text, size_t len, spans *m,
+                        llmr_strbuf *err)
+{
+    size_t pos = 0, prev = 0;
+    while (pos < len) {
+        size_t s = pos, e;
+        if (!llmr_o200k_match_ascii(text, len, pos, &e)) {
+            int r = llmr_regex_find(re, text, len, pos, &s, &e, err);
+            if (r < 0)
+                return false;
+            if (r == 0)
+                break;
+        }
+        if (prev != s)
+            span_push(m, prev, s, false);
+        span_push(m, s, e, true);
+        prev = e;
+        if (e == s) {
             size_t k;
             llmr_uc_decode(text + e, len - e, &k);
             pos = e + k;
@@ -442,7 +479,7 @@ static bool apply_step(const llmr_pretokenizer *p, const llmr_piece *piece, llmr
     const char *text = out->arena->data + src.off;
     switch (p->kind) {
     case SPLIT:
-        if (!regex_spans(p->regex, text, src.len, m, err))
+        if (!(p->o200k ? o200k_spans : regex_spans)(p->regex, text, src.len, m, err))
             return false;
         if (p->invert)
             invert(m);

@@ -541,6 +541,10 @@ static void build_bpe(loader *l, bool byte_level)
     }
     if (!resolve_merges(l, b))
         return;
+    if (!llmr_bpe_index_low_pairs(b)) {
+        fail(l, LLMR_OOM_RAM, "out of memory");
+        return;
+    }
     char name[8];
     for (int x = 0; x < 256; x++) {
         snprintf(name, sizeof name, "<0x%02X>", x);
