@@ -224,9 +224,9 @@ static void read_merges(loader *l)
             /* "a b": exactly one space, which is dropped */
             if (!llmr_jscan_string(&l->s, pool))
                 break;
-            char *m = pool->data + off;
             size_t n = pool->len - off;
-            char *sp = memchr(m, ' ', n);
+            char *m = n ? pool->data + off : NULL;
+            char *sp = n ? memchr(m, ' ', n) : NULL;
             if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - m))) {
                 fail(l, LLMR_MODEL_CORRUPT,
                      "model.merges[%zu] must be \"left right\" with exactly one space", rank);

@@ -83,6 +83,37 @@ has "$out" "not ready: 2 problem(s)" "serve says broken is not ready"
 has "$out" "127.0.0.1:8181" "serve names its address"
 expect 2 "serve with an argument" -- "$LLMR" serve extra
 
+# tokenize / detokenize with a small byte-level BPE tokenizer.json.
+small_tokenizer() {
+  # Byte-level BPE: the letters of "hello world!", "Ġ" (the byte-level space),
+  # three merges and one special token.
+  cat <<'JSON'
+{"added_tokens":[{"id":100,"content":"<|end|>","special":true}],
+ "pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},
+ "decoder":{"type":"ByteLevel"},
+ "model":{"type":"BPE","vocab":{"h":0,"e":1,"l":2,"o":3,"\u0120":4,"w":5,"r":6,"d":7,"he":8,"hel":9,"\u0120w":10,"!":11},
+          "merges":["h e","he l","\u0120 w"]}}
+JSON
+}
+small_tokenizer > "$tmp/tok.json"
+expect 0 "tokenize" -- sh -c "printf 'hello world!' | '$LLMR' tokenize --tokenizer '$tmp/tok.json'"
+has "$out" "9 2 3 10 3 6 2 7 11" "tokenize ids"
+expect 0 "tokenize --json" -- sh -c "printf 'hello<|end|>' | '$LLMR' tokenize --tokenizer '$tmp/tok.json' --json"
+has "$out" "[9,2,3,100]" "tokenize json with a special token"
+expect 0 "tokenize --no-special" -- sh -c "printf 'he<|end|>' | '$LLMR' tokenize --tokenizer '$tmp/tok.json' --no-special"
+[[ "$out" != *100* ]] || fail "--no-special still parsed the special token: $out"
+expect 1 "tokenize invalid UTF-8" -- sh -c "printf 'he\\377llo' | '$LLMR' tokenize --tokenizer '$tmp/tok.json'"
+has "$err" "not valid UTF-8 at byte 2" "invalid UTF-8 offset"
+expect 0 "detokenize" -- sh -c "echo '[9,2,3,10,3,6,2,7,11,100]' | '$LLMR' detokenize --tokenizer '$tmp/tok.json'"
+[[ "$out" == "hello world!<|end|>" ]] || fail "detokenize text: '$out'"
+expect 0 "detokenize --stream --skip-special" -- sh -c "echo '9 2 3 100 10' | '$LLMR' detokenize --tokenizer '$tmp/tok.json' --stream --skip-special"
+[[ "$out" == "hello w" ]] || fail "streamed detokenize text: '$out'"
+expect 2 "detokenize garbage" -- sh -c "echo '[1, x]' | '$LLMR' detokenize --tokenizer '$tmp/tok.json'"
+has "$err" "expected an id" "detokenize bad input message"
+echo '{"model": {"type": "Unigram", "vocab": [["a", 0.0]]}}' > "$tmp/unigram.json"
+expect 1 "unsupported tokenizer" -- sh -c "printf x | '$LLMR' tokenize --tokenizer '$tmp/unigram.json'"
+has "$err" "model type \"Unigram\" is not supported" "unsupported model named"
+
 if [[ $failures -gt 0 ]]; then
   echo "$failures CLI checks failed" >&2
   exit 1

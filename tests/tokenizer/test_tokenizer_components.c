@@ -1300,6 +1300,21 @@ TEST(merge_of_tokens_outside_the_vocabulary_fails)
     CHECK_CONTAINS(why, "merged token");
 }
 
+TEST(malformed_merge_strings_fail_with_their_index)
+{
+    /* An empty first merge once did pointer arithmetic on an empty pool (fuzz find). */
+    const char *bad[] = {"''", "'ab'", "'a b c'", "' '"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char json[160];
+        snprintf(json, sizeof json,
+                 "{'model':{'type':'BPE','vocab':{'a':0,'b':1,'ab':2},'merges':[%s]}}", bad[i]);
+        llmr_status st;
+        const char *why = load_error(json, &st);
+        CHECK_EQ_INT(st, LLMR_MODEL_CORRUPT);
+        CHECK_CONTAINS(why, "merges[0]");
+    }
+}
+
 TEST(unsupported_model_types_are_named)
 {
     /* Unigram as tokenizers writes it: type, unk_id, then vocab as [piece, score] */
@@ -1440,6 +1455,7 @@ int main(void)
     RUN(invalid_utf8_input_names_the_byte_offset);
     RUN(malformed_json_fails_to_load);
     RUN(merge_of_tokens_outside_the_vocabulary_fails);
+    RUN(malformed_merge_strings_fail_with_their_index);
     RUN(unsupported_model_types_are_named);
     RUN(unsupported_components_in_a_tokenizer_are_named);
     RUN(duplicate_vocabulary_id_fails);
