@@ -229,46 +229,16 @@ static void span_push(spans *m, size_t s, size_t e, bool match)
     m->v[m->n++] = (span){s, e, match};
 }
 
-/* Regex matches over text, as tokenizers' Pattern for an Oniguruma regex. */
-static bool regex_spans(const llmr_regex *re, const char *text, size_t len, spans *m,
-                        llmr_strbuf *err)
+/* Regex matches over text, as tokenizers' Pattern for an Oniguruma regex.  With o200k
+ * set (the pattern is exactly the o200k split regex) the ASCII fast path answers where
+ * it can and the regex engine everywhere else. */
+static bool regex_spans(const llmr_regex *re, bool o200k, const char *text, size_t len,
+                        spans *m, llmr_strbuf *err)
 {
     size_t pos = 0, prev = 0;
     while (pos <= len) {
-        size_t s, e;
-        int r = llmr_regex_find(re, text, len, pos, &s, &e, err);
-        if (r < 0)
-            return false;
-        if (r == 0)
-            break;
-        if (prev != s)
-            span_push(m, prev, s, false);
-        span_push(m, s, e, true);
-        prev = e;
-        if (e == s) {
-            if (e >= len)
-                break;
-            size_t k;
-            llmr_uc_decode(text + e, len - e, &k);
-            pos = e + k;
-        } else {
-            pos = e;
-        }
-    }
-    if (prev != len)
-        span_push(m, prev, len, false);
-    return true;
-}
-
-/* As regex_spans for the o200k pattern, which matches at every position: the ASCII
- * fast path answers where it can, the regex engine elsewhere. */
-static bool o200k_spans(const llmr_regex *re, const char *text, size_t len, spans *m,
-                        llmr_strbuf *err)
-{
-    size_t pos = 0, prev = 0;
-    while (pos < len) {
         size_t s = pos, e;
-        if (!llmr_o200k_match_ascii(text, len, pos, &e)) {
+        if (!(o200k && pos < len && llmr_o200k_match_ascii(text, len, pos, &e))) {
             int r = llmr_regex_find(re, text, len, pos, &s, &e, err);
             if (r < 0)
                 return false;
@@ -280,6 +250,8 @@ static bool o200k_spans(const llmr_regex *re, const char *text, size_t len, span
         span_push(m, s, e, true);
         prev = e;
         if (e == s) {
+            if (e >= len)
+                break;
             size_t k;
             llmr_uc_decode(text + e, len - e, &k);
             pos = e + k;
@@ -479,7 +451,7 @@ static bool apply_step(const llmr_pretokenizer *p, const llmr_piece *piece, llmr
     const char *text = out->arena->data + src.off;
     switch (p->kind) {
     case SPLIT:
-        if (!(p->o200k ? o200k_spans : regex_spans)(p->regex, text, src.len, m, err))
+        if (!regex_spans(p->regex, p->o200k, text, src.len, m, err))
             return false;
         if (p->invert)
             invert(m);
@@ -490,7 +462,7 @@ static bool apply_step(const llmr_pretokenizer *p, const llmr_piece *piece, llmr
             llmr_pieces_push(out, src);
             return true;
         }
-        if (!regex_spans(p->regex, text, src.len, m, err))
+        if (!regex_spans(p->regex, false, text, src.len, m, err))
             return false;
         apply_behavior(m, ISOLATED);
         break;
