@@ -43,7 +43,8 @@ static void detokenize_help(FILE *out)
             "                  per line\n");
 }
 
-static char *read_stdin(size_t *len)
+/* All of standard input, or NULL after saying why (a read error, or too large). */
+static char *read_stdin(const char *cmd, size_t *len)
 {
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     char buf[65536];
@@ -51,16 +52,25 @@ static char *read_stdin(size_t *len)
         ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0) {
+            llmr_cli_error(cmd, "cannot read standard input: %s", strerror(errno));
+            llmr_strbuf_free(&sb);
+            return NULL;
+        }
+        if (n == 0)
             break;
         if (sb.len + (size_t)n > STDIN_MAX) {
+            llmr_cli_error(cmd, "standard input is larger than %u bytes", STDIN_MAX);
             llmr_strbuf_free(&sb);
             return NULL;
         }
         llmr_strbuf_append(&sb, buf, (size_t)n);
     }
     *len = sb.len;
-    return llmr_strbuf_take(&sb);
+    char *text = llmr_strbuf_take(&sb);
+    if (!text)
+        llmr_cli_error(cmd, "out of memory reading %zu bytes of standard input", *len);
+    return text;
 }
 
 /* --tokenizer takes a file or a directory holding tokenizer.json. */
@@ -158,10 +168,9 @@ static int tokenize_run(int argc, char **argv, const llmr_config *config)
     if (!tok)
         return LLMR_EXIT_FAILED;
     size_t len;
-    char *text = read_stdin(&len);
+    char *text = read_stdin("tokenize", &len);
     int rc = LLMR_EXIT_OK;
     if (!text) {
-        llmr_cli_error("tokenize", "standard input is larger than %u bytes", STDIN_MAX);
         rc = LLMR_EXIT_FAILED;
     } else if (jsonl) {
         rc = tokenize_jsonl(text, len, tok, flags);
@@ -306,15 +315,13 @@ static int detokenize_run(int argc, char **argv, const llmr_config *config)
     if (bad)
         return LLMR_EXIT_USAGE;
     size_t len;
-    char *text = read_stdin(&len);
+    char *text = read_stdin("detokenize", &len);
     llmr_ids ids = LLMR_IDS_INIT;
     llmr_strbuf err = LLMR_STRBUF_INIT, out = LLMR_STRBUF_INIT;
     llmr_tokenizer *tok = NULL;
     int rc = LLMR_EXIT_FAILED;
-    if (!text) {
-        llmr_cli_error("detokenize", "standard input is larger than %u bytes", STDIN_MAX);
+    if (!text)
         goto done;
-    }
     if (jsonl) {
         if ((tok = load("detokenize", where)))
             rc = detokenize_jsonl(text, len, tok, flags, stream);

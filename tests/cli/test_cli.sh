@@ -104,6 +104,8 @@ expect 0 "tokenize --no-special" -- sh -c "printf 'he<|end|>' | '$LLMR' tokenize
 [[ "$out" != *100* ]] || fail "--no-special still parsed the special token: $out"
 expect 1 "tokenize invalid UTF-8" -- sh -c "printf 'he\\377llo' | '$LLMR' tokenize --tokenizer '$tmp/tok.json'"
 has "$err" "not valid UTF-8 at byte 2" "invalid UTF-8 offset"
+expect 1 "tokenize unreadable input" -- sh -c "'$LLMR' tokenize --tokenizer '$tmp/tok.json' < '$tmp'"
+has "$err" "cannot read standard input" "read error named"
 expect 0 "detokenize" -- sh -c "echo '[9,2,3,10,3,6,2,7,11,100]' | '$LLMR' detokenize --tokenizer '$tmp/tok.json'"
 [[ "$out" == "hello world!<|end|>" ]] || fail "detokenize text: '$out'"
 expect 0 "detokenize --stream --skip-special" -- sh -c "echo '9 2 3 100 10' | '$LLMR' detokenize --tokenizer '$tmp/tok.json' --stream --skip-special"
