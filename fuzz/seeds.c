@@ -1,5 +1,6 @@
-/* Writes seed inputs for the fuzz targets into OUT/{safetensors,index,gguf}: valid
- * files of each kind, small enough for the fuzzer to mutate quickly. */
+/* Writes seed inputs for the fuzz targets into OUT/{safetensors,index,gguf,tokenizer,
+ * text,manifest,wire}: valid inputs of each kind, small enough for the fuzzer to
+ * mutate quickly. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 #include "fixture.h"
 #include "gguf_builder.h"
 #include "spm_tokenizer.h"
+#include "engine_host/worker_protocol.h"
 #include "storage/st_writer.h"
 
 int main(int argc, char **argv)
@@ -79,5 +81,47 @@ int main(int argc, char **argv)
     mkdir(dir, 0755);
     fx_write_text(dir, "mixed.txt", "The quick brown fox, 12345 <|end|> caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac "
                                     "\xf0\x9f\xa6\x99\n\t  spaces   and\r\n");
+
+    snprintf(dir, sizeof dir, "%s/manifest", argv[1]);
+    mkdir(dir, 0755);
+    fx_write_text(dir, "cuda.json",
+                  "{\"id\": \"gpt-oss-cuda\", \"version\": \"0.1.0-rc.1\", \"abi_version\": "
+                  "\"1.0\", \"runtimes\": [\"gpt_oss\"], \"formats\": [\"safetensors\"], "
+                  "\"architectures\": [\"GptOssForCausalLM\"], \"gpu_targets\": [\"sm_90a\", "
+                  "\"sm_80\", \"compute_80\"], \"library\": \"libgptoss.so\", \"priority\": 10, "
+                  "\"description\": \"gpt-oss on NVIDIA GPUs\", \"extra\": {\"x\": 1}}");
+    fx_write_text(dir, "cpu.json",
+                  "{\"id\": \"loopback\", \"version\": \"1.0.0\", \"abi_version\": \"1.3\", "
+                  "\"runtimes\": [\"loopback\"], \"formats\": [\"safetensors\", \"gguf\"], "
+                  "\"architectures\": [\"*\"], \"gpu_targets\": [\"cpu\", \"directml\"], "
+                  "\"library\": \"libloop.so\"}");
+
+    /* wire: the first byte picks the decoder (0 submit, 1 event, 2 pong, 3 frames) */
+    snprintf(dir, sizeof dir, "%s/wire", argv[1]);
+    mkdir(dir, 0755);
+    llmr_engine_request_params p = llmr_engine_request_default_params();
+    int32_t prompt[3] = {1, 2, 3}, stop_ids[1] = {200002};
+    p.prompt = prompt;
+    p.prompt_len = 3;
+    p.stop_ids = stop_ids;
+    p.stop_id_count = 1;
+    p.max_tokens = 16;
+    const char *stops[] = {"\n\nUser:"};
+    size_t stop_lens[] = {8};
+    llmr_strbuf sb = LLMR_STRBUF_INIT;
+    llmr_strbuf_putc(&sb, 0);
+    llmr_wire_submit_encode(&p, stops, stop_lens, 1, true, &sb);
+    fx_write(dir, "submit.bin", sb.data, sb.len);
+    llmr_strbuf_reset(&sb);
+    llmr_strbuf_putc(&sb, 1);
+    llmr_wire_event ev = {.index = 3, .id = 42, .finish = 2, .text = "hi", .text_len = 2,
+                          .message = "done", .message_len = 4, .top_count = 2,
+                          .top_ids = {42, 7}, .top_logprobs = {-0.1f, -2.0f}};
+    llmr_wire_event_encode(&ev, &sb);
+    fx_write(dir, "event.bin", sb.data, sb.len);
+    llmr_strbuf_reset(&sb);
+    uint8_t frames[1 + 16 + 4] = {3, 16, 0, 0, 0, 65, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 'a', 'b', 'c', 'd'};
+    fx_write(dir, "frames.bin", frames, sizeof frames);
+    llmr_strbuf_free(&sb);
     return 0;
 }

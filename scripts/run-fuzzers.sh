@@ -15,10 +15,12 @@ cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/*.header.json "$work/seeds/saf
 cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/model.safetensors.index.json "$work/seeds/index/" 2>/dev/null
 
 declare -A seeds=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
-                  [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text)
+                  [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
+                  [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire)
 declare -A dicts=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
-                  [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text)
-targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split})
+                  [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
+                  [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire)
+targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split fuzz_plugin_manifest fuzz_worker_wire})
 status=0
 summary=()
 for target in "${targets[@]}"; do

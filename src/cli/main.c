@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "engine_host/worker_main.h"
 
 #ifndef LLMR_VERSION
 #define LLMR_VERSION "0.0.0-dev"
@@ -55,7 +56,10 @@ int main(int argc, char **argv)
     llmr_log_set_level(level);
 
     int rc;
-    if (argc < 2) {
+    if (argc >= 2 && strcmp(argv[1], LLMR_WORKER_COMMAND) == 0) {
+        /* Internal: the node starts its engine workers this way (not listed). */
+        rc = llmr_engine_worker_cli(argc - 1, argv + 1);
+    } else if (argc < 2) {
         usage(stderr);
         rc = LLMR_EXIT_USAGE;
     } else if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||

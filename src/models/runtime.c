@@ -10,6 +10,7 @@ static const struct {
 } safetensors_runtimes[] = {
     {"gpt_oss", "GptOssForCausalLM", LLMR_RUNTIME_GPT_OSS},
     {"nemotron_h", "NemotronHForCausalLM", LLMR_RUNTIME_NEMOTRON_H},
+    {"llmr_loopback", "LlmrLoopbackForCausalLM", LLMR_RUNTIME_LOOPBACK},
 };
 
 #define N_RUNTIMES (sizeof safetensors_runtimes / sizeof safetensors_runtimes[0])
@@ -23,6 +24,8 @@ const char *llmr_runtime_name(llmr_runtime runtime)
         return "nemotron_h";
     case LLMR_RUNTIME_LLAMA_CPP:
         return "llama_cpp";
+    case LLMR_RUNTIME_LOOPBACK:
+        return "loopback";
     default:
         return NULL;
     }

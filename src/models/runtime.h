@@ -12,10 +12,11 @@ typedef enum llmr_runtime {
     LLMR_RUNTIME_NONE,       /* no engine runs it; the descriptor says why */
     LLMR_RUNTIME_GPT_OSS,    /* gpt-oss engine (CUDA, CPU reference) */
     LLMR_RUNTIME_NEMOTRON_H, /* nemotron engine: load and validate, no generation yet */
-    LLMR_RUNTIME_LLAMA_CPP   /* llama.cpp, for GGUF */
+    LLMR_RUNTIME_LLAMA_CPP,  /* llama.cpp, for GGUF */
+    LLMR_RUNTIME_LOOPBACK    /* the loopback test model (models/loopback_config.h) */
 } llmr_runtime;
 
-/* "gpt_oss", "nemotron_h", "llama_cpp"; NULL for NONE. */
+/* "gpt_oss", "nemotron_h", "llama_cpp", "loopback"; NULL for NONE. */
 const char *llmr_runtime_name(llmr_runtime runtime);
 
 /* The runtime for a safetensors model's config.json.  model_type wins over

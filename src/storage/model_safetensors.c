@@ -306,6 +306,15 @@ static void check_architecture(llmr_model *m, bool shards_ok, const char *missin
             llmr_json_append_text(m->notes, "Nemotron-H weights load and validate, but llmr does "
                                             "not generate text with them yet");
         }
+    } else if (m->runtime == LLMR_RUNTIME_LOOPBACK) {
+        st = llmr_loopback_config_parse(m->config, "config.json", &m->loopback, p);
+        if (st == LLMR_OK) {
+            m->engine_config = llmr_loopback_config_to_json(&m->loopback);
+            llmr_loopback_expected_tensors(&m->loopback, &specs);
+            llmr_strbuf_puts(&why, "config.json (llmr_loopback)");
+            llmr_json_append_text(m->notes, "a loopback test model: its engine repeats a "
+                                            "lookup table, it does not understand text");
+        }
     }
     if (st == LLMR_UNSUPPORTED) {
         m->runtime = LLMR_RUNTIME_NONE;

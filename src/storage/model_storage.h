@@ -23,6 +23,7 @@
 #include "common/problems.h"
 #include "common/strmap.h"
 #include "models/gpt_oss_config.h"
+#include "models/loopback_config.h"
 #include "models/nemotron_h_config.h"
 #include "models/runtime.h"
 #include "storage/gguf.h"
@@ -85,6 +86,7 @@ typedef struct llmr_model {
     bool mapped;
     llmr_gpt_oss_config gpt_oss;       /* valid when runtime is GPT_OSS */
     llmr_nemotron_h_config nemotron_h; /* valid when runtime is NEMOTRON_H */
+    llmr_loopback_config loopback;     /* valid when runtime is LOOPBACK */
 
     /* gguf: the selected file, or every part of a split model, first part first */
     llmr_gguf_file *gguf;

@@ -1,0 +1,33 @@
+/* Writes loopback model directories (models/loopback_config.h): config.json,
+ * model.safetensors with the next_token table, and a byte-level tokenizer.json whose
+ * ids 0-255 are the 256 bytes, the next ids pairs of printable ASCII characters, and
+ * the last id the special token "<|end|>".  Tests, `llmr bench ipc` and
+ * `llmr model synth --preset loopback` use it. */
+#ifndef LLMR_MODELS_LOOPBACK_MODEL_H
+#define LLMR_MODELS_LOOPBACK_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "llmr/status.h"
+
+#define LLMR_LOOPBACK_END_TOKEN "<|end|>"
+
+typedef struct llmr_loopback_model_options {
+    uint32_t vocab_size;     /* at least 257 (256 bytes + "<|end|>"); default 512 */
+    uint32_t context_length; /* max_position_embeddings; default 4096 */
+    uint64_t seed;           /* shapes the table */
+    bool without_tokenizer;  /* leave tokenizer.json out */
+} llmr_loopback_model_options;
+
+void llmr_loopback_model_options_default(llmr_loopback_model_options *o);
+
+/* The table entry the writer puts at `prev`: what the engine emits after `prev`. */
+int32_t llmr_loopback_model_next(const llmr_loopback_model_options *o, int32_t prev);
+
+/* Creates `dir` (and parents) and writes the model into it. */
+llmr_status llmr_loopback_model_write(const char *dir, const llmr_loopback_model_options *o,
+                                      llmr_strbuf *err);
+
+#endif
