@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Collects what a GPU machine needs to run llmr's GPU checks into OUT (default
-# dist/gpu): the llmr binary, llmr-gpu-probe, the shared libraries they use that a
-# bare CUDA machine may lack, the GPU test and benchmark scripts, and their data.  Run binaries from there with
+# dist/gpu): the llmr binary, llmr-gpu-probe, the engine plugins, the shared
+# libraries they use that a bare CUDA machine may lack, the GPU test and benchmark
+# scripts, and their data.  Run binaries from there with
 # LD_LIBRARY_PATH=OUT/lib.
 # Usage: scripts/gpu-bundle.sh BUILD_DIR [OUT]
 set -euo pipefail
@@ -26,6 +27,10 @@ for bin in "$out"/bin/*; do
   done
 done
 cp "$root"/tests/gpu/* "$root"/bench/*.py "$out/tests/"
+# Engine plugins: the installed ones (plugins/engines) and the GPU test plugin.
+mkdir -p "$out/plugins"
+cp -r "$build/engines" "$out/plugins/engines"
+[[ -d "$build/tests/plugins/vram_hang" ]] && cp -r "$build/tests/plugins/vram_hang" "$out/plugins/"
 # Tokenizer files for the comparisons: the SentencePiece-style ones the tests make,
 # gpt-oss's real one (when the shared data directory is there), o200k_base for tiktoken.
 mkdir -p "$out/data"

@@ -11,7 +11,8 @@
  *   "max_batch": requests run at once (default 8)
  *
  * The tests build variants of this file (tests/engines/CMakeLists.txt) by defining:
- *   LOOPBACK_ID / LOOPBACK_VERSION   the name and version it describes
+ *   LLMR_PLUGIN_ID / _VERSION        the name and version it describes (the build
+ *                                    sets them from the manifest)
  *   LOOPBACK_WRONG_MAJOR             its table claims ABI major + 1
  *   LOOPBACK_NEWER_MINOR             its table is a minor version ahead, with one
  *                                    more function at the end
@@ -37,11 +38,11 @@
 
 #include "llmr/engine.h"
 
-#ifndef LOOPBACK_ID
-#define LOOPBACK_ID "loopback"
+#ifndef LLMR_PLUGIN_ID
+#define LLMR_PLUGIN_ID "loopback"
 #endif
-#ifndef LOOPBACK_VERSION
-#define LOOPBACK_VERSION "1.0.0"
+#ifndef LLMR_PLUGIN_VERSION
+#define LLMR_PLUGIN_VERSION "1.0.0"
 #endif
 
 static const llmr_host_api *host;
@@ -119,8 +120,8 @@ static void describe(llmr_engine_info *out)
     uint32_t size = out->struct_size;
     memset(out, 0, size < sizeof *out ? size : sizeof *out);
     out->struct_size = size;
-    out->name = LOOPBACK_ID;
-    out->version = LOOPBACK_VERSION;
+    out->name = LLMR_PLUGIN_ID;
+    out->version = LLMR_PLUGIN_VERSION;
     out->capabilities = LLMR_ENGINE_CAP_LOGPROBS | LLMR_ENGINE_CAP_BATCHING |
 #ifdef LOOPBACK_FAKE_GPU
                         LLMR_ENGINE_CAP_CUDA |

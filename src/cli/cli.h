@@ -30,6 +30,7 @@ extern const llmr_command llmr_cmd_model;
 extern const llmr_command llmr_cmd_bench;
 extern const llmr_command llmr_cmd_tokenize;
 extern const llmr_command llmr_cmd_detokenize;
+extern const llmr_command llmr_cmd_node;
 
 /* True when argv holds -h or --help. */
 bool llmr_cli_wants_help(int argc, char **argv);

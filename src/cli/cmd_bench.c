@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/bench.h"
 #include "cli/cli.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
@@ -16,12 +17,19 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: llmr bench inspect DIR [--runs N] [--format safetensors|gguf]\n"
-            "       llmr bench tokenizer --tokenizer FILE --corpus FILE [--runs N]\n\n"
+            "       llmr bench tokenizer --tokenizer FILE --corpus FILE [--runs N]\n"
+            "       llmr bench ipc [--tokens N] [--runs N]\n\n"
             "inspect: times llmr inspect's work on DIR N times (default 20) in this process\n"
             "and prints the first run, min, median and max in milliseconds, as JSON.\n\n"
             "tokenizer: loads FILE N times (default 5) and encodes and decodes the whole\n"
             "corpus N times on one thread; prints load time and encode/decode throughput\n"
-            "(MB of UTF-8 text per second, medians), as JSON.\n");
+            "(MB of UTF-8 text per second, medians), as JSON.\n\n"
+            "ipc: the cost per token of running an engine in a worker process: the loopback\n"
+            "engine generates N tokens (default 20000) in this process, then through a\n"
+            "worker behind the engine host, N runs each (default 5); prints throughputs,\n"
+            "the difference per token and the latency from the engine's sampling to the\n"
+            "node's callback, as JSON (and a table on stderr).  Needs the loopback plugin\n"
+            "in the plugin directories.\n");
 }
 
 static double now_ms(void)
@@ -213,10 +221,12 @@ static int run(int argc, char **argv, const llmr_config *config)
     (void)config;
     if (argc >= 2 && strcmp(argv[1], "inspect") == 0)
         return bench_inspect(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "ipc") == 0)
+        return llmr_bench_ipc(argc - 1, argv + 1, config);
     if (argc >= 2 && strcmp(argv[1], "tokenizer") == 0)
         return bench_tokenizer(argc - 1, argv + 1);
-    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer)");
+    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, ipc)");
     return LLMR_EXIT_USAGE;
 }
 
-const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect, tokenizer", run, help};
+const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect, tokenizer, ipc", run, help};

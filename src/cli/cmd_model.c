@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "models/gpt_oss_preset.h"
+#include "models/loopback_model.h"
 #include "models/synth.h"
 
 static void help(FILE *out)
@@ -20,7 +21,10 @@ static void help(FILE *out)
             "  --preset NAME         one of:");
     for (const char *const *p = llmr_gpt_oss_preset_names; *p; p++)
         fprintf(out, " %s", *p);
-    fprintf(out, "\n"
+    fprintf(out, " loopback\n"
+                 "                        (loopback: a test model the loopback engine runs,\n"
+                 "                        with real data and its own tokenizer; for trying a\n"
+                 "                        node without a GPU)\n"
                  "  --tokenizer-from DIR  copy tokenizer.json, tokenizer_config.json,\n"
                  "                        special_tokens_map.json and chat_template.jinja from DIR\n"
                  "                        (without it the snapshot has no tokenizer, which a\n"
@@ -60,7 +64,20 @@ static int synth(int argc, char **argv)
     if (bad)
         return LLMR_EXIT_USAGE;
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    llmr_status st = llmr_synth_snapshot(&o, &err);
+    llmr_status st;
+    if (strcmp(o.preset, "loopback") == 0) {
+        llmr_loopback_model_options lo;
+        llmr_loopback_model_options_default(&lo);
+        st = llmr_loopback_model_write(o.out_dir, &lo, &err);
+        if (st == LLMR_OK) {
+            fprintf(stderr, "wrote %s (preset loopback: vocabulary %u, context %u)\n", o.out_dir,
+                    lo.vocab_size, lo.context_length);
+            llmr_strbuf_free(&err);
+            return LLMR_EXIT_OK;
+        }
+    } else {
+        st = llmr_synth_snapshot(&o, &err);
+    }
     if (st != LLMR_OK) {
         llmr_cli_error("model synth", "%s", llmr_strbuf_cstr(&err));
         llmr_strbuf_free(&err);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/byte_size.h"
 #include "common/log.h"
 
 typedef bool (*validator)(const char *value, llmr_strbuf *why);
@@ -39,6 +40,42 @@ static bool valid_log_level(const char *value, llmr_strbuf *why)
     return false;
 }
 
+static bool valid_any(const char *value, llmr_strbuf *why)
+{
+    (void)value;
+    (void)why;
+    return true;
+}
+
+static bool valid_number_in(const char *value, double lo, double hi, const char *what,
+                            llmr_strbuf *why)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno == 0 && end != value && *end == '\0' && v >= lo && v <= hi)
+        return true;
+    llmr_strbuf_puts(why, what);
+    return false;
+}
+
+static bool valid_seconds(const char *value, llmr_strbuf *why)
+{
+    return valid_number_in(value, 0.05, 86400, "must be a number of seconds from 0.05 to 86400",
+                           why);
+}
+
+static bool valid_fraction(const char *value, llmr_strbuf *why)
+{
+    return valid_number_in(value, 0.05, 1.0, "must be a fraction from 0.05 to 1 (0.9 is 90%)",
+                           why);
+}
+
+static bool valid_budgets(const char *value, llmr_strbuf *why)
+{
+    return llmr_byte_size_list_parse(value, NULL, NULL, why) == LLMR_OK;
+}
+
 typedef struct setting {
     const char *name;
     const char *def; /* NULL: computed_default() */
@@ -50,6 +87,11 @@ static const validator validators[LLMR_CONFIG_KEY_COUNT] = {
     [LLMR_CONFIG_PORT] = valid_port,
     [LLMR_CONFIG_DATA_DIR] = valid_nonempty,
     [LLMR_CONFIG_LOG_LEVEL] = valid_log_level,
+    [LLMR_CONFIG_PLUGIN_DIRS] = valid_any,
+    [LLMR_CONFIG_REQUEST_TIMEOUT] = valid_seconds,
+    [LLMR_CONFIG_CANCEL_GRACE] = valid_seconds,
+    [LLMR_CONFIG_MEMORY_THRESHOLD] = valid_fraction,
+    [LLMR_CONFIG_VRAM_BUDGETS] = valid_budgets,
 };
 
 static const setting settings[LLMR_CONFIG_KEY_COUNT] = {
@@ -237,6 +279,11 @@ unsigned llmr_config_port(const llmr_config *cfg)
     return (unsigned)strtoul(cfg->value[LLMR_CONFIG_PORT], NULL, 10);
 }
 
+double llmr_config_number(const llmr_config *cfg, llmr_config_key key)
+{
+    return strtod(cfg->value[key], NULL);
+}
+
 json_t *llmr_config_to_json(const llmr_config *cfg)
 {
     json_t *root = json_object();
@@ -264,7 +311,7 @@ void llmr_config_print(const llmr_config *cfg, FILE *out)
     for (int k = 0; k < LLMR_CONFIG_KEY_COUNT; k++) {
         llmr_strbuf_reset(&sb);
         llmr_strbuf_put_display(&sb, cfg->value[k], strlen(cfg->value[k]));
-        fprintf(out, "%-10s %-32s (%s)\n", settings[k].name, llmr_strbuf_cstr(&sb),
+        fprintf(out, "%-16s %-32s (%s)\n", settings[k].name, llmr_strbuf_cstr(&sb),
                 llmr_config_source_name(cfg->source[k]));
     }
     llmr_strbuf_free(&sb);
@@ -278,9 +325,12 @@ void llmr_config_print_help(FILE *out)
         llmr_strbuf_reset(&env);
         llmr_config_flag_name((llmr_config_key)k, &flag);
         llmr_config_env_name((llmr_config_key)k, &env);
-        fprintf(out, "  %-13s %-16s %s (default: %s)\n", flag.data, env.data,
-                settings[k].description,
-                settings[k].def ? settings[k].def : "$XDG_DATA_HOME/llmr or ~/.local/share/llmr");
+        const char *def =
+            settings[k].def ? settings[k].def : "$XDG_DATA_HOME/llmr or ~/.local/share/llmr";
+        fprintf(out, "  %-18s %-22s %s", flag.data, env.data, settings[k].description);
+        if (def[0]) /* an empty default is described in the description */
+            fprintf(out, " (default: %s)", def);
+        fputc('\n', out);
     }
     llmr_strbuf_free(&flag);
     llmr_strbuf_free(&env);

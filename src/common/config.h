@@ -19,7 +19,20 @@
     X(HOST, host, "127.0.0.1", "address the HTTP server listens on")                     \
     X(PORT, port, "8080", "TCP port of the HTTP server, 1 to 65535")                     \
     X(DATA_DIR, data_dir, NULL, "directory that holds models, the database and state")   \
-    X(LOG_LEVEL, log_level, "info", "least severe log level shown: debug, info, warn, error, off")
+    X(LOG_LEVEL, log_level, "info", "least severe log level shown: debug, info, warn, error, off") \
+    X(PLUGIN_DIRS, plugin_dirs, "",                                                      \
+      "engine plugin directories, ':'-separated (default: DATA_DIR/engines, then the "    \
+      "engines installed with llmr)")                                                     \
+    X(REQUEST_TIMEOUT, request_timeout, "30",                                            \
+      "seconds a request may go without a token before the watchdog ends it")            \
+    X(CANCEL_GRACE, cancel_grace, "5",                                                   \
+      "seconds a timed-out request has to stop before its engine worker is killed")      \
+    X(MEMORY_THRESHOLD, memory_threshold, "0.90",                                        \
+      "fraction of RAM or of a GPU's memory above which idle models are unloaded and "    \
+      "loads that would cross it are refused")                                           \
+    X(VRAM_BUDGETS, vram_budgets, "",                                                    \
+      "GPU memory per engine plugin when several share a GPU: PLUGIN-ID=SIZE,... "        \
+      "(e.g. gpt-oss-cuda=60GiB)")
 
 typedef enum llmr_config_key {
 #define LLMR_CONFIG_ENUM(key, name, def, desc) LLMR_CONFIG_##key,
@@ -50,6 +63,9 @@ void llmr_config_free(llmr_config *cfg);
 const char *llmr_config_get(const llmr_config *cfg, llmr_config_key key);
 /* The port as a number (the value was checked at load). */
 unsigned llmr_config_port(const llmr_config *cfg);
+/* A numeric setting (request_timeout, cancel_grace, memory_threshold) as a number;
+ * the value was checked at load. */
+double llmr_config_number(const llmr_config *cfg, llmr_config_key key);
 
 const char *llmr_config_name(llmr_config_key key);        /* "data_dir" */
 const char *llmr_config_description(llmr_config_key key);

@@ -8,9 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/byte_size.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/fs_util.h"
 #include "engine_host/host_internal.h"
+#include "engine_host/model_desc.h"
 #include "engine_host/stop_strings.h"
 #include "storage/model_storage.h"
 
@@ -123,80 +126,19 @@ uint64_t host_backoff_ms(const llmr_engine_host *h, unsigned failures)
 
 /* ---- VRAM budgets ------------------------------------------------------------------ */
 
-static bool parse_size(const char *s, size_t n, uint64_t *out)
+static llmr_status add_budget(void *ctx, const char *name, size_t name_len, uint64_t bytes)
 {
-    size_t i = 0;
-    uint64_t v = 0;
-    if (n == 0 || !isdigit((unsigned char)s[0]))
-        return false;
-    while (i < n && isdigit((unsigned char)s[i])) {
-        if (v > (UINT64_MAX - 9) / 10)
-            return false;
-        v = v * 10 + (uint64_t)(s[i++] - '0');
-    }
-    static const struct {
-        const char *suffix;
-        uint64_t scale;
-    } units[] = {{"", 1},
-                 {"B", 1},
-                 {"K", 1000ull},
-                 {"M", 1000000ull},
-                 {"G", 1000000000ull},
-                 {"T", 1000000000000ull},
-                 {"KB", 1000ull},
-                 {"MB", 1000000ull},
-                 {"GB", 1000000000ull},
-                 {"TB", 1000000000000ull},
-                 {"KiB", 1ull << 10},
-                 {"MiB", 1ull << 20},
-                 {"GiB", 1ull << 30},
-                 {"TiB", 1ull << 40}};
-    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
-        if (strlen(units[u].suffix) == n - i && strncmp(s + i, units[u].suffix, n - i) == 0) {
-            if (v > UINT64_MAX / units[u].scale)
-                return false;
-            *out = v * units[u].scale;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Parses budgets into h (h NULL: check only). */
-static llmr_status parse_budgets(const char *text, llmr_engine_host *h, llmr_strbuf *err)
-{
-    if (!text || !*text)
-        return LLMR_OK;
-    const char *p = text;
-    while (*p) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        const char *eq = memchr(p, '=', n);
-        uint64_t bytes = 0;
-        if (!eq || eq == p || !parse_size(eq + 1, n - (size_t)(eq + 1 - p), &bytes) || !bytes) {
-            llmr_strbuf_printf(err, "VRAM budget \"%.*s\" is not PLUGIN-ID=SIZE (a size like "
-                                    "20GiB or 16G)",
-                               (int)(n > 80 ? 80 : n), p);
-            return LLMR_INVALID_ARGUMENT;
-        }
-        if (h) {
-            budget *b = realloc(h->budgets, (h->budget_count + 1) * sizeof *b);
-            if (!b)
-                return LLMR_OOM_RAM;
-            h->budgets = b;
-            b[h->budget_count].plugin_id = strndup(p, (size_t)(eq - p));
-            b[h->budget_count++].bytes = bytes;
-        }
-        p += n;
-        if (*p == ',')
-            p++;
-    }
+    llmr_engine_host *h = ctx;
+    budget *b = realloc(h->budgets, (h->budget_count + 1) * sizeof *b);
+    if (!b)
+        return LLMR_OOM_RAM;
+    h->budgets = b;
+    b[h->budget_count].plugin_id = strndup(name, name_len);
+    b[h->budget_count].bytes = bytes;
+    if (!b[h->budget_count].plugin_id)
+        return LLMR_OOM_RAM;
+    h->budget_count++;
     return LLMR_OK;
-}
-
-llmr_status llmr_vram_budgets_check(const char *text, llmr_strbuf *err)
-{
-    return parse_budgets(text, NULL, err);
 }
 
 /* ---- create and free ---------------------------------------------------------------- */
@@ -245,7 +187,7 @@ llmr_status llmr_engine_host_create(const llmr_engine_host_options *o, llmr_engi
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&h->changed, &ca);
     pthread_condattr_destroy(&ca);
-    llmr_status st = parse_budgets(o->vram_budgets, h, err);
+    llmr_status st = llmr_byte_size_list_parse(o->vram_budgets, add_budget, h, err);
     h->worker_exe = o->worker_exe ? strdup(o->worker_exe) : own_executable();
     h->plugin_dirs = calloc(o->plugin_dir_count + 1, sizeof *h->plugin_dirs);
     if (st == LLMR_OK && (!h->worker_exe || !h->plugin_dirs)) {
@@ -268,10 +210,6 @@ llmr_status llmr_engine_host_create(const llmr_engine_host_options *o, llmr_engi
         st = llmr_resource_monitor_start(&mo, &h->monitor, err);
     }
     if (st == LLMR_OK) {
-        llmr_resource_snapshot snap;
-        llmr_resource_monitor_latest(h->monitor, &snap);
-        if (snap.gpu_note[0])
-            llmr_log_info(HOST_COMPONENT, "%s", snap.gpu_note);
         h->registry = plugins_scan(h, problems, &h->refused, &h->engines);
         if (!h->registry) {
             llmr_strbuf_puts(err, "out of memory scanning plugins");
@@ -428,7 +366,22 @@ llmr_status llmr_engine_host_add_model(llmr_engine_host *h, const llmr_model_spe
     llmr_model *files = NULL;
     llmr_status st = LLMR_OK;
     if (directml) {
-        /* DirectML models are files for the DirectML runtime; nothing here reads them. */
+        /* DirectML models are files for the DirectML runtime; nothing here reads them,
+         * but one of them must be there. */
+        bool found = false;
+        for (size_t i = 0; llmr_directml_model_files[i] && !found; i++) {
+            char *path = llmr_path_join(spec->dir, llmr_directml_model_files[i]);
+            found = path && access(path, R_OK) == 0;
+            free(path);
+        }
+        if (!found) {
+            llmr_strbuf_printf(err, "model %s: %s holds neither model.directml.bin nor "
+                                    "model.dml.bin, the files of a DirectML model",
+                               spec->name, spec->dir);
+            llmr_problems_free(&problems);
+            free(m);
+            return LLMR_NOT_FOUND;
+        }
         m->runtime = strdup("gpt_oss");
         m->format = strdup("directml");
     } else {

@@ -54,7 +54,7 @@ typedef struct llmr_engine_host_options {
     unsigned restart_backoff_ms;     /* first delay after a crash or failed load; 1000 */
     unsigned restart_backoff_max_ms; /* the delay doubles up to this; 60000 */
     unsigned max_queue;              /* requests waiting per model; 256 */
-    const char *vram_budgets;        /* "plugin-id=SIZE,..." (SIZE like 20GiB); NULL */
+    const char *vram_budgets;        /* "plugin-id=SIZE,..." (common/byte_size.h); NULL */
     double memory_threshold;         /* fraction of RAM / VRAM; 0.90 */
     unsigned monitor_interval_ms;    /* 1000 */
     llmr_resource_reader reader;     /* .read NULL: the system's readings */
@@ -104,6 +104,7 @@ typedef struct llmr_gen_event {
     const int32_t *top_ids;
     const float *top_logprobs;
     uint64_t time_ns;         /* when the engine sampled the token (CLOCK_MONOTONIC) */
+    uint64_t sent_ns;         /* when its worker sent it on (0 for events of the host) */
     uint32_t finish;          /* llmr_engine_finish; nonzero on the last event */
     llmr_status status;       /* LLMR_OK, or what ended it: TIMEOUT, CANCELLED, ... */
     const char *message;      /* NUL-terminated; with an error status */
@@ -146,9 +147,5 @@ void llmr_engine_host_metrics(llmr_engine_host *h, llmr_strbuf *out);
 
 /* The host's resource monitor (tests sample it by hand). */
 llmr_resource_monitor *llmr_engine_host_monitor(llmr_engine_host *h);
-
-/* Parses "id=SIZE,id2=SIZE"; sizes are bytes with an optional K, M, G, T (x1000)
- * or KiB, MiB, GiB, TiB suffix.  For the option above and `llmr config`. */
-llmr_status llmr_vram_budgets_check(const char *text, llmr_strbuf *err);
 
 #endif

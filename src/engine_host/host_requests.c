@@ -283,6 +283,7 @@ static void on_event(void *ctx, llmr_worker *w, uint64_t request_id, const llmr_
     ev.top_ids = wev->top_ids;
     ev.top_logprobs = wev->top_logprobs;
     ev.time_ns = wev->time_ns;
+    ev.sent_ns = wev->sent_ns;
     ev.finish = wev->finish;
     ev.status = status;
     ev.prompt_tokens = wev->prompt_tokens;

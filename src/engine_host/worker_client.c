@@ -168,7 +168,18 @@ llmr_status llmr_worker_start(const char *exe, const char *model_name,
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, sv[1], WORKER_FD);
-    int rc = posix_spawn(&w->pid, exe, &fa, NULL, argv, environ);
+    /* The worker starts with no signal blocked and default handlers, whatever the
+     * node's threads have (the node blocks SIGHUP/SIGTERM to wait for them). */
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int rc = posix_spawn(&w->pid, exe, &fa, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     close(sv[1]);
     if (rc != 0) {

@@ -130,7 +130,7 @@ llmr_status llmr_loopback_model_write(const char *dir, const llmr_loopback_model
                                "max_position_embeddings", (int)o->context_length,
                                "eos_token_id", (int)(o->vocab_size - 1));
     st = write_json(dir, "config.json", config, err);
-    if (st == LLMR_OK && !o->without_tokenizer)
+    if (st == LLMR_OK)
         st = write_json(dir, "tokenizer.json", tokenizer_json(o->vocab_size), err);
     if (st == LLMR_OK) {
         llmr_st_write_tensor t = {LLMR_LOOPBACK_TABLE, LLMR_DTYPE_I32, 1, {o->vocab_size}};

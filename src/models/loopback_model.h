@@ -18,7 +18,6 @@ typedef struct llmr_loopback_model_options {
     uint32_t vocab_size;     /* at least 257 (256 bytes + "<|end|>"); default 512 */
     uint32_t context_length; /* max_position_embeddings; default 4096 */
     uint64_t seed;           /* shapes the table */
-    bool without_tokenizer;  /* leave tokenizer.json out */
 } llmr_loopback_model_options;
 
 void llmr_loopback_model_options_default(llmr_loopback_model_options *o);

@@ -717,6 +717,46 @@ TEST(gpu_memory_and_per_plugin_budgets_are_checked_before_loading)
     fake_set(0, 0);
 }
 
+TEST(the_directml_skeleton_refuses_with_the_library_named)
+{
+    llmr_engine_host_options o;
+    llmr_engine_host_options_default(&o);
+    const char *dirs[] = {LLMR_PLUGIN_DIR};
+    o.plugin_dirs = dirs;
+    o.plugin_dir_count = 1;
+    o.worker_exe = LLMR_BINARY;
+    o.reader = (llmr_resource_reader){NULL, fake_read};
+    o.monitor_no_thread = true;
+    llmr_engine_host *h = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_engine_host_create(&o, &h, NULL, &err), LLMR_OK);
+    if (!h)
+        return;
+    char *dir = llmr_path_join(tmp, "dml");
+    llmr_mkdir_p(dir, &err);
+    fx_write_text(dir, "model.dml.bin", "not really a model");
+    llmr_model_spec spec = {"dml", dir, "directml", NULL, 0,
+                            "{\"library\": \"/nonexistent/DirectML.dll\"}"};
+    CHECK_EQ_INT(llmr_engine_host_add_model(h, &spec, &err), LLMR_OK);
+    json_t *m = model_status(h, "dml");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "engine")), "directml 0.1.0");
+    json_decref(m);
+    CHECK_EQ_INT(llmr_engine_host_load(h, "dml", &err), LLMR_UNSUPPORTED);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "/nonexistent/DirectML.dll");
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "Windows");
+    /* a directory without the DirectML file is refused, naming the files it wants */
+    char *empty = llmr_path_join(tmp, "dml-empty");
+    llmr_mkdir_p(empty, &err);
+    llmr_model_spec spec2 = {"dml2", empty, "directml", NULL, 0, NULL};
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_engine_host_add_model(h, &spec2, &err), LLMR_NOT_FOUND);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "model.directml.bin");
+    free(empty);
+    free(dir);
+    llmr_strbuf_free(&err);
+    llmr_engine_host_free(h);
+}
+
 /* ---- hot reload ---------------------------------------------------------------------- */
 
 static void install_plugin(const char *root, const char *variant)
@@ -855,6 +895,7 @@ int main(void)
     RUN(above_the_threshold_idle_models_are_unloaded_least_recently_used_first);
     RUN(a_load_that_does_not_fit_is_refused_with_the_numbers);
     RUN(gpu_memory_and_per_plugin_budgets_are_checked_before_loading);
+    RUN(the_directml_skeleton_refuses_with_the_library_named);
     RUN(a_reload_under_continuous_load_fails_no_request);
     return llmr_test_finish();
 }

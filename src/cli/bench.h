@@ -1,0 +1,10 @@
+/* `llmr bench` subcommands that live in files of their own. */
+#ifndef LLMR_CLI_BENCH_H
+#define LLMR_CLI_BENCH_H
+
+#include "cli/cli.h"
+
+/* `llmr bench ipc`: bench_ipc.c.  argv[0] is "ipc". */
+int llmr_bench_ipc(int argc, char **argv, const llmr_config *cfg);
+
+#endif

@@ -1,0 +1,406 @@
+/* `llmr node`: run a node, or talk to the one running on this data directory through
+ * its control socket (node/control_server.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/fs_util.h"
+#include "common/json_util.h"
+#include "node/control_server.h"
+#include "node/node_service.h"
+#include "tokenizer/tokenizer.h"
+
+static void help(FILE *out)
+{
+    fprintf(out,
+            "usage: llmr node [run]\n"
+            "       llmr node status [--json]\n"
+            "       llmr node reload-plugins\n"
+            "       llmr node load MODEL | unload MODEL\n"
+            "       llmr node generate MODEL (--prompt TEXT | --prompt-ids 1,2,3)\n"
+            "                 [--max-tokens N] [--temperature T] [--seed S] [--stop TEXT]...\n"
+            "                 [--json]\n\n"
+            "run (the default) starts a node: the engine plugins found in the plugin\n"
+            "directories (--plugin-dirs; by default DATA_DIR/engines and the engines\n"
+            "installed with llmr), the models under DATA_DIR/models (each loaded on its\n"
+            "first request, in a worker process of its own), and a control socket at\n"
+            "DATA_DIR/run/node.sock.  SIGHUP reloads the plugins; SIGINT or SIGTERM stops.\n\n"
+            "The other forms talk to that running node:\n"
+            "  status          plugins (and refused ones, with why), models (state, reason,\n"
+            "                  engine, worker, memory) and memory readings\n"
+            "  reload-plugins  load changed plugins beside the running ones and move models\n"
+            "                  over without failing a request; prints what happened\n"
+            "  load, unload    load a model now, or unload it when its requests are done\n"
+            "  generate        run one request and print its text as it comes (--json:\n"
+            "                  one JSON event per line); --prompt is tokenized with the\n"
+            "                  model's tokenizer.json, with special tokens recognised\n");
+}
+
+/* ---- the client ---------------------------------------------------------------------- */
+
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+static int connect_node(const llmr_config *cfg)
+{
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    char *path = llmr_control_socket_path(llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR), &err);
+    if (!path) {
+        llmr_cli_error("node", "%s", llmr_strbuf_cstr(&err));
+        llmr_strbuf_free(&err);
+        return -1;
+    }
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, path, strlen(path));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        llmr_cli_error("node", "no node answers on %s (%s): start one with `llmr node` and the "
+                               "same --data-dir",
+                       path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    free(path);
+    llmr_strbuf_free(&err);
+    return fd;
+}
+
+static bool send_request(int fd, json_t *req)
+{
+    char *text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (!text)
+        return false;
+    size_t n = strlen(text);
+    bool ok = send(fd, text, n, MSG_NOSIGNAL) == (ssize_t)n && send(fd, "\n", 1, MSG_NOSIGNAL) == 1;
+    free(text);
+    return ok;
+}
+
+/* Reads one JSON line; NULL at the end of the stream. */
+static json_t *read_reply(FILE *in)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, in);
+    json_t *v = NULL;
+    if (n > 0) {
+        llmr_strbuf err = LLMR_STRBUF_INIT;
+        v = llmr_json_parse(line, (size_t)n, &err);
+        llmr_strbuf_free(&err);
+    }
+    free(line);
+    return v;
+}
+
+/* Prints an error reply and returns true when `reply` is one. */
+static bool reply_failed(const json_t *reply)
+{
+    const char *e = json_string_value(json_object_get(reply, "error"));
+    if (!reply) {
+        llmr_cli_error("node", "the node closed the connection without an answer");
+        return true;
+    }
+    if (e) {
+        llmr_cli_error("node", "%s (%s)", e,
+                       or_empty(json_string_value(json_object_get(reply, "status"))));
+        return true;
+    }
+    return false;
+}
+
+/* One request, one reply. */
+static json_t *call(const llmr_config *cfg, json_t *req)
+{
+    int fd = connect_node(cfg);
+    if (fd < 0) {
+        json_decref(req);
+        return NULL;
+    }
+    json_t *reply = NULL;
+    FILE *in = fdopen(fd, "r");
+    if (in && send_request(fd, req))
+        reply = read_reply(in);
+    if (in)
+        fclose(in);
+    else
+        close(fd);
+    if (reply_failed(reply)) {
+        json_decref(reply);
+        return NULL;
+    }
+    return reply;
+}
+
+static void print_json(const json_t *v)
+{
+    char *text = llmr_json_pretty(v);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+}
+
+/* ---- subcommands --------------------------------------------------------------------- */
+
+static double gb(const json_t *bytes)
+{
+    return (double)json_integer_value(bytes) / 1e9;
+}
+
+static int cmd_status(int argc, char **argv, const llmr_config *cfg)
+{
+    bool as_json = argc > 1 && strcmp(argv[1], "--json") == 0;
+    json_t *s = call(cfg, json_pack("{s:s}", "op", "status"));
+    if (!s)
+        return LLMR_EXIT_FAILED;
+    if (as_json) {
+        print_json(s);
+        json_decref(s);
+        return LLMR_EXIT_OK;
+    }
+    size_t i;
+    json_t *v;
+    printf("plugins:\n");
+    json_array_foreach(json_object_get(s, "plugins"), i, v)
+        printf("  %-24s %s (%s)\n", json_string_value(json_object_get(v, "id")),
+               json_string_value(json_object_get(v, "version")),
+               json_string_value(json_object_get(v, "dir")));
+    json_array_foreach(json_object_get(s, "refused_plugins"), i, v)
+        printf("  refused: %s: %s: %s\n", json_string_value(json_object_get(v, "manifest")),
+               json_string_value(json_object_get(v, "status")),
+               json_string_value(json_object_get(v, "message")));
+    printf("models:\n");
+    json_array_foreach(json_object_get(s, "models"), i, v)
+    {
+        json_t *w = json_object_get(v, "worker");
+        printf("  %-24s %-9s", json_string_value(json_object_get(v, "name")),
+               json_string_value(json_object_get(v, "state")));
+        if (json_object_get(v, "engine"))
+            printf(" %s", json_string_value(json_object_get(v, "engine")));
+        if (w)
+            printf(", worker %lld, %.2f GB GPU, %.2f GB RAM, %lld running",
+                   (long long)json_integer_value(json_object_get(w, "pid")),
+                   gb(json_object_get(w, "vram_bytes")), gb(json_object_get(w, "ram_bytes")),
+                   (long long)json_integer_value(json_object_get(w, "in_flight")));
+        printf("\n");
+        if (json_object_get(v, "reason"))
+            printf("  %-24s %s\n", "", json_string_value(json_object_get(v, "reason")));
+    }
+    json_t *res = json_object_get(s, "resources");
+    if (json_object_get(res, "ram"))
+        printf("memory: RAM %.1f of %.1f GB", gb(json_object_get(json_object_get(res, "ram"), "used_bytes")),
+               gb(json_object_get(json_object_get(res, "ram"), "total_bytes")));
+    json_array_foreach(json_object_get(res, "gpus"), i, v)
+        printf("; GPU %zu (%s) %.1f of %.1f GB", i, json_string_value(json_object_get(v, "name")),
+               gb(json_object_get(v, "used_bytes")), gb(json_object_get(v, "total_bytes")));
+    if (json_object_get(res, "gpu_note"))
+        printf("; %s", json_string_value(json_object_get(res, "gpu_note")));
+    printf("\n");
+    json_decref(s);
+    return LLMR_EXIT_OK;
+}
+
+static int cmd_reload(const llmr_config *cfg)
+{
+    json_t *r = call(cfg, json_pack("{s:s}", "op", "reload-plugins"));
+    if (!r)
+        return LLMR_EXIT_FAILED;
+    print_json(r);
+    int rc = LLMR_EXIT_OK;
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(r, "models"), i, m)
+    {
+        const char *result = json_string_value(json_object_get(m, "result"));
+        if (result && strncmp(result, "failed", 6) == 0)
+            rc = LLMR_EXIT_FAILED;
+    }
+    json_decref(r);
+    return rc;
+}
+
+static int cmd_load(const char *op, int argc, char **argv, const llmr_config *cfg)
+{
+    if (argc != 2) {
+        llmr_cli_error("node", "%s takes one model name; see llmr node --help", op);
+        return LLMR_EXIT_USAGE;
+    }
+    json_t *r = call(cfg, json_pack("{s:s, s:s}", "op", op, "model", argv[1]));
+    if (!r)
+        return LLMR_EXIT_FAILED;
+    printf("%s: %s\n", argv[1], strcmp(op, "load") == 0 ? "loaded" : "unloading");
+    json_decref(r);
+    return LLMR_EXIT_OK;
+}
+
+static bool parse_ids(const char *text, json_t *out)
+{
+    const char *p = text;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v > INT32_MAX)
+            return false;
+        json_array_append_new(out, json_integer(v));
+        p = end;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return json_array_size(out) > 0;
+}
+
+/* Tokenizes text with DATA_DIR/models/MODEL/tokenizer.json. */
+static bool tokenize_prompt(const llmr_config *cfg, const char *model, const char *text,
+                            json_t *ids)
+{
+    char *models = llmr_path_join(llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR), "models");
+    char *dir = models ? llmr_path_join(models, model) : NULL;
+    char *path = dir ? llmr_path_join(dir, "tokenizer.json") : NULL;
+    llmr_tokenizer *tok = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_ids out = LLMR_IDS_INIT;
+    bool ok = path && llmr_tokenizer_load_file(path, &tok, &err) == LLMR_OK &&
+              llmr_tokenizer_encode(tok, text, strlen(text), LLMR_ENCODE_PARSE_SPECIAL, &out,
+                                    &err) == LLMR_OK;
+    if (!ok)
+        llmr_cli_error("node", "cannot tokenize the prompt with %s: %s", path ? path : model,
+                       llmr_strbuf_cstr(&err));
+    for (size_t i = 0; ok && i < out.count; i++)
+        json_array_append_new(ids, json_integer(out.data[i]));
+    llmr_ids_free(&out);
+    llmr_tokenizer_free(tok);
+    llmr_strbuf_free(&err);
+    free(path);
+    free(dir);
+    free(models);
+    return ok;
+}
+
+static int cmd_generate(int argc, char **argv, const llmr_config *cfg)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        llmr_cli_error("node", "generate needs a model name; see llmr node --help");
+        return LLMR_EXIT_USAGE;
+    }
+    json_t *req = json_pack("{s:s, s:s, s:[], s:[]}", "op", "generate", "model", argv[1],
+                            "prompt_ids", "stop");
+    bool as_json = false, bad = false, have_prompt = false;
+    for (int i = 2; i < argc && !bad; i++) {
+        const char *v;
+        if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (llmr_cli_option(argc, argv, &i, "--prompt-ids", &v, &bad)) {
+            have_prompt = true;
+            if (!parse_ids(v, json_object_get(req, "prompt_ids"))) {
+                llmr_cli_error("node", "--prompt-ids takes token ids like 1,2,3");
+                bad = true;
+            }
+        } else if (llmr_cli_option(argc, argv, &i, "--prompt", &v, &bad)) {
+            have_prompt = true;
+            if (!tokenize_prompt(cfg, argv[1], v, json_object_get(req, "prompt_ids"))) {
+                json_decref(req);
+                return LLMR_EXIT_FAILED;
+            }
+        } else if (llmr_cli_option(argc, argv, &i, "--max-tokens", &v, &bad)) {
+            json_object_set_new(req, "max_tokens", json_integer(strtol(v, NULL, 10)));
+        } else if (llmr_cli_option(argc, argv, &i, "--temperature", &v, &bad)) {
+            json_object_set_new(req, "temperature", json_real(strtod(v, NULL)));
+        } else if (llmr_cli_option(argc, argv, &i, "--seed", &v, &bad)) {
+            json_object_set_new(req, "seed", json_integer(strtoll(v, NULL, 10)));
+        } else if (llmr_cli_option(argc, argv, &i, "--stop", &v, &bad)) {
+            json_array_append_new(json_object_get(req, "stop"), json_string(v));
+        } else if (!bad) {
+            llmr_cli_error("node", "unknown option \"%s\" for generate", argv[i]);
+            bad = true;
+        }
+    }
+    if (!bad && !have_prompt) {
+        llmr_cli_error("node", "generate needs --prompt or --prompt-ids");
+        bad = true;
+    }
+    if (bad) {
+        json_decref(req);
+        return LLMR_EXIT_USAGE;
+    }
+    int fd = connect_node(cfg);
+    if (fd < 0) {
+        json_decref(req);
+        return LLMR_EXIT_FAILED;
+    }
+    FILE *in = fdopen(fd, "r");
+    if (!in || !send_request(fd, req)) {
+        llmr_cli_error("node", "cannot send the request to the node");
+        if (in)
+            fclose(in);
+        return LLMR_EXIT_FAILED;
+    }
+    int rc = LLMR_EXIT_FAILED;
+    for (;;) {
+        json_t *ev = read_reply(in);
+        if (!ev || json_object_get(ev, "error")) {
+            reply_failed(ev);
+            json_decref(ev);
+            break;
+        }
+        const char *kind = json_string_value(json_object_get(ev, "event"));
+        bool end = kind && strcmp(kind, "end") == 0;
+        if (as_json) {
+            char *text = json_dumps(ev, JSON_COMPACT);
+            printf("%s\n", text ? text : "{}");
+            free(text);
+        } else {
+            json_t *t = json_object_get(ev, "text");
+            fwrite(or_empty(json_string_value(t)), 1, json_string_length(t), stdout);
+        }
+        fflush(stdout);
+        if (end) {
+            const char *status = json_string_value(json_object_get(ev, "status"));
+            rc = status && strcmp(status, "OK") == 0 ? LLMR_EXIT_OK : LLMR_EXIT_FAILED;
+            if (!as_json) {
+                printf("\n");
+                if (rc != LLMR_EXIT_OK)
+                    llmr_cli_error("node", "the request ended with %s: %s", status,
+                                   or_empty(json_string_value(json_object_get(ev, "message"))));
+            }
+            json_decref(ev);
+            break;
+        }
+        json_decref(ev);
+    }
+    fclose(in);
+    return rc;
+}
+
+static int run(int argc, char **argv, const llmr_config *cfg)
+{
+    const char *sub = argc > 1 ? argv[1] : "run";
+    if (strcmp(sub, "run") == 0) {
+        if (argc > 2) {
+            llmr_cli_error("node", "unexpected argument \"%s\"; see llmr node --help", argv[2]);
+            return LLMR_EXIT_USAGE;
+        }
+        return llmr_node_run(cfg);
+    }
+    if (strcmp(sub, "status") == 0)
+        return cmd_status(argc - 1, argv + 1, cfg);
+    if (strcmp(sub, "reload-plugins") == 0)
+        return cmd_reload(cfg);
+    if (strcmp(sub, "load") == 0 || strcmp(sub, "unload") == 0)
+        return cmd_load(sub, argc - 1, argv + 1, cfg);
+    if (strcmp(sub, "generate") == 0)
+        return cmd_generate(argc - 1, argv + 1, cfg);
+    llmr_cli_error("node", "unknown subcommand \"%s\"; see llmr node --help", sub);
+    return LLMR_EXIT_USAGE;
+}
+
+const llmr_command llmr_cmd_node = {"node", "run a node, or control the running one", run, help};

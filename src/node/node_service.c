@@ -1,0 +1,220 @@
+/* `llmr node`: see node_service.h. */
+#include "node/node_service.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fs_util.h"
+#include "common/log.h"
+#include "node/control_server.h"
+
+#define COMPONENT "node"
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool push(char ***dirs, size_t *n, const char *path)
+{
+    char **d = realloc(*dirs, (*n + 2) * sizeof *d);
+    if (!d)
+        return false;
+    *dirs = d;
+    d[*n] = strdup(path);
+    if (!d[*n])
+        return false;
+    d[++*n] = NULL;
+    return true;
+}
+
+char **llmr_node_plugin_dirs(const llmr_config *cfg, size_t *count)
+{
+    char **dirs = NULL;
+    size_t n = 0;
+    const char *given = llmr_config_get(cfg, LLMR_CONFIG_PLUGIN_DIRS);
+    if (given && *given) {
+        char *copy = strdup(given), *save = NULL;
+        for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p; p = strtok_r(NULL, ":", &save))
+            push(&dirs, &n, p);
+        free(copy);
+    } else {
+        char *own = llmr_path_join(llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR), "engines");
+        if (own)
+            push(&dirs, &n, own);
+        free(own);
+        /* Beside the binary: <bin>/engines (a build tree) and <bin>/../lib/llmr/engines
+         * (an installation). */
+        char exe[PATH_MAX];
+        ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (len > 0) {
+            exe[len] = '\0';
+            char *slash = strrchr(exe, '/');
+            if (slash)
+                *slash = '\0';
+            char *a = llmr_path_join(exe, "engines");
+            char *b = llmr_path_join(exe, "../lib/llmr/engines");
+            if (a && is_dir(a))
+                push(&dirs, &n, a);
+            if (b && is_dir(b))
+                push(&dirs, &n, b);
+            free(a);
+            free(b);
+        }
+    }
+    *count = n;
+    return dirs;
+}
+
+void llmr_node_plugin_dirs_free(char **dirs)
+{
+    for (size_t i = 0; dirs && dirs[i]; i++)
+        free(dirs[i]);
+    free(dirs);
+}
+
+void llmr_node_host_options(const llmr_config *cfg, char **plugin_dirs, size_t count,
+                            llmr_engine_host_options *o)
+{
+    llmr_engine_host_options_default(o);
+    o->plugin_dirs = (const char *const *)plugin_dirs;
+    o->plugin_dir_count = count;
+    o->request_timeout_ms =
+        (unsigned)(llmr_config_number(cfg, LLMR_CONFIG_REQUEST_TIMEOUT) * 1000.0);
+    o->cancel_grace_ms = (unsigned)(llmr_config_number(cfg, LLMR_CONFIG_CANCEL_GRACE) * 1000.0);
+    o->memory_threshold = llmr_config_number(cfg, LLMR_CONFIG_MEMORY_THRESHOLD);
+    const char *budgets = llmr_config_get(cfg, LLMR_CONFIG_VRAM_BUDGETS);
+    o->vram_budgets = budgets && *budgets ? budgets : NULL;
+}
+
+/* Adds every model directory under DATA_DIR/models; returns how many were added. */
+static size_t add_models(llmr_engine_host *h, const char *models_dir)
+{
+    DIR *d = opendir(models_dir);
+    size_t added = 0;
+    if (!d) {
+        llmr_log_info(COMPONENT, "no models yet: %s does not exist (put model directories "
+                                 "there)",
+                      models_dir);
+        return 0;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *path = llmr_path_join(models_dir, de->d_name);
+        if (path && is_dir(path)) {
+            llmr_model_spec spec = {de->d_name, path, NULL, NULL, 0, NULL};
+            llmr_strbuf err = LLMR_STRBUF_INIT;
+            if (llmr_engine_host_add_model(h, &spec, &err) == LLMR_OK)
+                added++;
+            else
+                llmr_log_error(COMPONENT, "model %s is not served: %s", de->d_name,
+                               llmr_strbuf_cstr(&err));
+            llmr_strbuf_free(&err);
+        }
+        free(path);
+    }
+    closedir(d);
+    return added;
+}
+
+static void log_reload(json_t *report)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(report, "models"), i, m)
+    {
+        const char *result = json_string_value(json_object_get(m, "result"));
+        if (result)
+            llmr_log_info(COMPONENT, "reload: model %s: %s", json_string_value(json_object_get(m, "model")),
+                          result);
+    }
+    llmr_log_info(COMPONENT, "reload: %zu plugin(s) ready, %zu refused",
+                  json_array_size(json_object_get(report, "after")),
+                  json_array_size(json_object_get(report, "refused")));
+}
+
+int llmr_node_run(const llmr_config *cfg)
+{
+    /* SIGHUP, SIGINT and SIGTERM are taken with sigwait below; every thread started
+     * from here inherits them blocked. */
+    sigset_t waited;
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGHUP);
+    sigaddset(&waited, SIGINT);
+    sigaddset(&waited, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &waited, NULL);
+
+    const char *data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    char *socket_path = llmr_control_socket_path(data_dir, &err);
+    if (!socket_path) {
+        llmr_log_error(COMPONENT, "%s", llmr_strbuf_cstr(&err));
+        llmr_strbuf_free(&err);
+        return 1;
+    }
+    size_t n_dirs = 0;
+    char **dirs = llmr_node_plugin_dirs(cfg, &n_dirs);
+    llmr_engine_host_options o;
+    llmr_node_host_options(cfg, dirs, n_dirs, &o);
+    llmr_engine_host *h = NULL;
+    llmr_problems problems;
+    llmr_problems_init(&problems);
+    int rc = 1;
+    if (llmr_engine_host_create(&o, &h, &problems, &err) != LLMR_OK) {
+        llmr_log_error(COMPONENT, "cannot start the engine host: %s", llmr_strbuf_cstr(&err));
+        goto done;
+    }
+    char *models_dir = llmr_path_join(data_dir, "models");
+    size_t models = models_dir ? add_models(h, models_dir) : 0;
+    free(models_dir);
+    llmr_control_server *ctl = NULL;
+    if (llmr_control_server_start(socket_path, h, &ctl, &err) != LLMR_OK) {
+        llmr_log_error(COMPONENT, "%s", llmr_strbuf_cstr(&err));
+        llmr_engine_host_free(h);
+        goto done;
+    }
+    json_t *status = llmr_engine_host_status(h);
+    llmr_log_info(COMPONENT, "node running (pid %d): %zu model(s), %zu engine plugin(s), %zu "
+                             "refused; control socket %s; SIGHUP or `llmr node reload-plugins` "
+                             "reloads plugins",
+                  (int)getpid(), models, json_array_size(json_object_get(status, "plugins")),
+                  json_array_size(json_object_get(status, "refused_plugins")), socket_path);
+    json_decref(status);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&waited, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            llmr_log_info(COMPONENT, "SIGHUP: reloading engine plugins");
+            json_t *report = NULL;
+            llmr_strbuf_reset(&err);
+            if (llmr_engine_host_reload_plugins(h, &report, &err) == LLMR_OK)
+                log_reload(report);
+            else
+                llmr_log_error(COMPONENT, "reload failed: %s", llmr_strbuf_cstr(&err));
+            json_decref(report);
+            continue;
+        }
+        llmr_log_info(COMPONENT, "%s: stopping (running requests end CANCELLED)",
+                      sig == SIGINT ? "SIGINT" : "SIGTERM");
+        break;
+    }
+    llmr_control_server_stop(ctl);
+    llmr_engine_host_free(h);
+    rc = 0;
+done:
+    llmr_problems_free(&problems);
+    llmr_node_plugin_dirs_free(dirs);
+    free(socket_path);
+    llmr_strbuf_free(&err);
+    return rc;
+}
