@@ -19,6 +19,7 @@ static void help(FILE *out)
     fprintf(out,
             "usage: llmr node [run]\n"
             "       llmr node status [--json]\n"
+            "       llmr node metrics\n"
             "       llmr node reload-plugins\n"
             "       llmr node load MODEL | unload MODEL\n"
             "       llmr node generate MODEL (--prompt TEXT | --prompt-ids 1,2,3)\n"
@@ -32,6 +33,8 @@ static void help(FILE *out)
             "The other forms talk to that running node:\n"
             "  status          plugins (and refused ones, with why), models (state, reason,\n"
             "                  engine, worker, memory) and memory readings\n"
+            "  metrics         counters and gauges in Prometheus text: requests, tokens,\n"
+            "                  timeouts, restarts, memory, memory alerts\n"
             "  reload-plugins  load changed plugins beside the running ones and move models\n"
             "                  over without failing a request; prints what happened\n"
             "  load, unload    load a model now, or unload it when its requests are done\n"
@@ -206,6 +209,16 @@ static int cmd_status(int argc, char **argv, const llmr_config *cfg)
         printf("; %s", json_string_value(json_object_get(res, "gpu_note")));
     printf("\n");
     json_decref(s);
+    return LLMR_EXIT_OK;
+}
+
+static int cmd_metrics(const llmr_config *cfg)
+{
+    json_t *r = call(cfg, json_pack("{s:s}", "op", "metrics"));
+    if (!r)
+        return LLMR_EXIT_FAILED;
+    fputs(or_empty(json_string_value(json_object_get(r, "metrics"))), stdout);
+    json_decref(r);
     return LLMR_EXIT_OK;
 }
 
@@ -395,6 +408,8 @@ static int run(int argc, char **argv, const llmr_config *cfg)
         return cmd_status(argc - 1, argv + 1, cfg);
     if (strcmp(sub, "reload-plugins") == 0)
         return cmd_reload(cfg);
+    if (strcmp(sub, "metrics") == 0)
+        return cmd_metrics(cfg);
     if (strcmp(sub, "load") == 0 || strcmp(sub, "unload") == 0)
         return cmd_load(sub, argc - 1, argv + 1, cfg);
     if (strcmp(sub, "generate") == 0)

@@ -42,9 +42,11 @@ void plugin_ref_free(plugin_ref *p)
     memset(p, 0, sizeof *p);
 }
 
-static bool plugin_ref_set(plugin_ref *dst, const char *id, const char *version, const char *lib)
+/* Fills dst with copies of the strings and the given identity. */
+static bool plugin_ref_set(plugin_ref *dst, const char *id, const char *version, const char *lib,
+                           const plugin_ref *identity)
 {
-    memset(dst, 0, sizeof *dst);
+    *dst = *identity;
     dst->id = strdup(id);
     dst->version = strdup(version);
     dst->library_path = strdup(lib ? lib : "");
@@ -56,26 +58,14 @@ static bool plugin_ref_set(plugin_ref *dst, const char *id, const char *version,
 
 bool plugin_ref_copy(plugin_ref *dst, const llmr_plugin_manifest *m)
 {
-    if (!plugin_ref_set(dst, m->id, m->version, m->library_path))
-        return false;
-    dst->has_identity = m->has_lib_identity;
-    dst->dev = m->lib_dev;
-    dst->ino = m->lib_ino;
-    dst->size = m->lib_size;
-    dst->mtime_ns = m->lib_mtime_ns;
-    return true;
+    plugin_ref identity = {NULL, NULL, NULL, m->has_lib_identity, m->lib_dev, m->lib_ino,
+                           m->lib_size, m->lib_mtime_ns};
+    return plugin_ref_set(dst, m->id, m->version, m->library_path, &identity);
 }
 
 bool plugin_ref_dup(plugin_ref *dst, const plugin_ref *src)
 {
-    if (!plugin_ref_set(dst, src->id, src->version, src->library_path))
-        return false;
-    dst->has_identity = src->has_identity;
-    dst->dev = src->dev;
-    dst->ino = src->ino;
-    dst->size = src->size;
-    dst->mtime_ns = src->mtime_ns;
-    return true;
+    return plugin_ref_set(dst, src->id, src->version, src->library_path, src);
 }
 
 bool plugin_ref_same_build(const plugin_ref *p, const llmr_plugin_manifest *m)
@@ -259,7 +249,9 @@ void llmr_engine_host_free(llmr_engine_host *h)
         while (hw->running)
             outbox_final(&ob, hw->running, LLMR_CANCELLED, LLMR_ENGINE_FINISH_CANCELLED,
                          "the node is shutting down");
-        if (hw->w && !hw->exited) {
+        if (hw->w && !hw->exited && hw->phase == WORKER_LOADING) {
+            outbox_kill(&ob, hw); /* a load may take minutes: do not wait for it */
+        } else if (hw->w && !hw->exited) {
             hw->phase = WORKER_EXITING;
             outbox_send(&ob, hw, LLMR_WIRE_EXIT, 0, NULL);
         }

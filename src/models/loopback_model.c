@@ -9,6 +9,7 @@
 #include "models/loopback_config.h"
 #include "storage/st_writer.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/unicode.h"
 
 void llmr_loopback_model_options_default(llmr_loopback_model_options *o)
 {
@@ -41,21 +42,7 @@ static llmr_status fill_table(void *ctx, size_t index, uint64_t offset, uint8_t 
 static void put_utf8(llmr_strbuf *sb, uint32_t cp)
 {
     char b[4];
-    size_t n;
-    if (cp < 0x80) {
-        b[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (char)(0xC0 | (cp >> 6));
-        b[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else {
-        b[0] = (char)(0xE0 | (cp >> 12));
-        b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        b[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    }
-    llmr_strbuf_append(sb, b, n);
+    llmr_strbuf_append(sb, b, llmr_uc_encode(cp, b));
 }
 
 /* The byte-level string of token `id` (not the end token). */

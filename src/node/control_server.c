@@ -296,6 +296,11 @@ static void handle(llmr_control_server *srv, int fd)
         send_error(fd, LLMR_INVALID_ARGUMENT, "a request is {\"op\": ...}");
     } else if (strcmp(op, "status") == 0) {
         send_json(fd, llmr_engine_host_status(srv->host));
+    } else if (strcmp(op, "metrics") == 0) {
+        llmr_strbuf text = LLMR_STRBUF_INIT;
+        llmr_engine_host_metrics(srv->host, &text);
+        send_json(fd, json_pack("{s:s%}", "metrics", text.data ? text.data : "", text.len));
+        llmr_strbuf_free(&text);
     } else if (strcmp(op, "reload-plugins") == 0) {
         json_t *report = NULL;
         llmr_status st = llmr_engine_host_reload_plugins(srv->host, &report, &err);
@@ -317,7 +322,7 @@ static void handle(llmr_control_server *srv, int fd)
         llmr_strbuf_reset(&err);
         llmr_strbuf_puts(&err, "unknown op \"");
         llmr_strbuf_put_display(&err, op, strlen(op) > 40 ? 40 : strlen(op));
-        llmr_strbuf_puts(&err, "\" (status, reload-plugins, load, unload, generate)");
+        llmr_strbuf_puts(&err, "\" (status, metrics, reload-plugins, load, unload, generate)");
         send_error(fd, LLMR_INVALID_ARGUMENT, llmr_strbuf_cstr(&err));
     }
     json_decref(req);

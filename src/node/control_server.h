@@ -3,6 +3,7 @@
  * talk to a running node.  One JSON object per line each way:
  *
  *   {"op": "status"}                      -> the engine host's status
+ *   {"op": "metrics"}                     -> {"metrics": Prometheus text}
  *   {"op": "reload-plugins"}              -> the reload report
  *   {"op": "load", "model": M}            -> {"ok": true} or {"error": ..., "status": ...}
  *   {"op": "unload", "model": M}

@@ -153,6 +153,8 @@ int llmr_node_run(const llmr_config *cfg)
     sigaddset(&waited, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &waited, NULL);
 
+    /* Engine workers read their settings from the environment: pass the log level on. */
+    setenv("LLMR_LOG_LEVEL", llmr_config_get(cfg, LLMR_CONFIG_LOG_LEVEL), 1);
     const char *data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
     llmr_strbuf err = LLMR_STRBUF_INIT;
     char *socket_path = llmr_control_socket_path(data_dir, &err);

@@ -40,6 +40,11 @@ has "$out" "loop " "status lists the model"
 expect 0 "status --json" -- "$LLMR" node status --json
 has "$out" '"state": "idle"' "the model is not loaded before its first request"
 
+expect 0 "metrics" -- "$LLMR" node metrics
+has "$out" "llmr_memory_threshold_ratio 0.9" "metrics has the threshold"
+has "$out" 'llmr_model_ready{model="loop"} 0' "metrics has the model"
+has "$out" 'llmr_memory_alerts_total{resource="ram"}' "metrics has the memory alerts"
+
 expect 0 "generate ids" -- "$LLMR" node generate loop --prompt-ids 5,6 --max-tokens 7 --json
 [[ $(grep -c '"event":"token"' <<<"$out") -eq 6 ]] || fail "six token events before the end: $out"
 has "$out" '"finish":"length"' "ends by length"

@@ -77,15 +77,14 @@ static llmr_status fake_read(void *ctx, llmr_resource_snapshot *out, llmr_strbuf
 
 static const char *tmp;
 
-static llmr_engine_host *host_with(const char *const *variants, size_t n,
-                                   void (*tweak)(llmr_engine_host_options *))
+/* A host over plugin directories, with fake readings and short backoffs.  problems
+ * (may be NULL) receives the refused plugins. */
+static llmr_engine_host *host_on(const char *const *dirs, size_t n,
+                                 void (*tweak)(llmr_engine_host_options *), llmr_problems *problems)
 {
-    char *dirs[16];
-    for (size_t i = 0; i < n; i++)
-        dirs[i] = llmr_path_join(LLMR_TEST_PLUGIN_DIR, variants[i]);
     llmr_engine_host_options o;
     llmr_engine_host_options_default(&o);
-    o.plugin_dirs = (const char *const *)dirs;
+    o.plugin_dirs = dirs;
     o.plugin_dir_count = n;
     o.worker_exe = LLMR_BINARY;
     o.reader = (llmr_resource_reader){NULL, fake_read};
@@ -97,13 +96,21 @@ static llmr_engine_host *host_with(const char *const *variants, size_t n,
         tweak(&o);
     llmr_engine_host *h = NULL;
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    llmr_problems problems;
-    llmr_problems_init(&problems);
-    CHECK_EQ_INT(llmr_engine_host_create(&o, &h, &problems, &err), LLMR_OK);
+    CHECK_EQ_INT(llmr_engine_host_create(&o, &h, problems, &err), LLMR_OK);
     if (err.len)
         fprintf(stderr, "host: %s\n", llmr_strbuf_cstr(&err));
-    llmr_problems_free(&problems);
     llmr_strbuf_free(&err);
+    return h;
+}
+
+/* A host over test plugin variants (directories under LLMR_TEST_PLUGIN_DIR). */
+static llmr_engine_host *host_with(const char *const *variants, size_t n,
+                                   void (*tweak)(llmr_engine_host_options *))
+{
+    char *dirs[16];
+    for (size_t i = 0; i < n; i++)
+        dirs[i] = llmr_path_join(LLMR_TEST_PLUGIN_DIR, variants[i]);
+    llmr_engine_host *h = host_on((const char *const *)dirs, n, tweak, NULL);
     for (size_t i = 0; i < n; i++)
         free(dirs[i]);
     return h;
@@ -333,22 +340,15 @@ TEST(plugin_variants_are_accepted_or_refused_with_the_right_code)
     for (size_t i = 0; i < 8; i++)
         dirs[i] = llmr_path_join(LLMR_TEST_PLUGIN_DIR, variants[i]);
     dirs[8] = strdup(bad_root);
-    llmr_engine_host_options o;
-    llmr_engine_host_options_default(&o);
-    o.plugin_dirs = (const char *const *)dirs;
-    o.plugin_dir_count = 9;
-    o.worker_exe = LLMR_BINARY;
-    o.reader = (llmr_resource_reader){NULL, fake_read};
-    o.monitor_no_thread = true;
-    llmr_engine_host *h = NULL;
-    llmr_strbuf err = LLMR_STRBUF_INIT;
     llmr_problems problems;
     llmr_problems_init(&problems);
-    CHECK_EQ_INT(llmr_engine_host_create(&o, &h, &problems, &err), LLMR_OK);
+    llmr_engine_host *h = host_on((const char *const *)dirs, 9, NULL, &problems);
     for (size_t i = 0; i < 9; i++)
         free(dirs[i]);
-    if (!h)
+    if (!h) {
+        llmr_problems_free(&problems);
         return;
+    }
     json_t *s = llmr_engine_host_status(h);
     CHECK(accepted(s, "loopback"));
     CHECK(accepted(s, "loopback-newer-minor"));
@@ -371,7 +371,6 @@ TEST(plugin_variants_are_accepted_or_refused_with_the_right_code)
     CHECK(llmr_problems_total(&problems) >= 6);
     json_decref(s);
     llmr_problems_free(&problems);
-    llmr_strbuf_free(&err);
     llmr_engine_host_free(h);
 }
 
@@ -719,19 +718,11 @@ TEST(gpu_memory_and_per_plugin_budgets_are_checked_before_loading)
 
 TEST(the_directml_skeleton_refuses_with_the_library_named)
 {
-    llmr_engine_host_options o;
-    llmr_engine_host_options_default(&o);
     const char *dirs[] = {LLMR_PLUGIN_DIR};
-    o.plugin_dirs = dirs;
-    o.plugin_dir_count = 1;
-    o.worker_exe = LLMR_BINARY;
-    o.reader = (llmr_resource_reader){NULL, fake_read};
-    o.monitor_no_thread = true;
-    llmr_engine_host *h = NULL;
-    llmr_strbuf err = LLMR_STRBUF_INIT;
-    CHECK_EQ_INT(llmr_engine_host_create(&o, &h, NULL, &err), LLMR_OK);
+    llmr_engine_host *h = host_on(dirs, 1, NULL, NULL);
     if (!h)
         return;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
     char *dir = llmr_path_join(tmp, "dml");
     llmr_mkdir_p(dir, &err);
     fx_write_text(dir, "model.dml.bin", "not really a model");
@@ -817,19 +808,11 @@ TEST(a_reload_under_continuous_load_fails_no_request)
 {
     char *root = llmr_path_join(tmp, "reload-plugins");
     install_plugin(root, "good");
-    llmr_engine_host_options o;
-    llmr_engine_host_options_default(&o);
     const char *dirs[] = {root};
-    o.plugin_dirs = dirs;
-    o.plugin_dir_count = 1;
-    o.worker_exe = LLMR_BINARY;
-    o.reader = (llmr_resource_reader){NULL, fake_read};
-    o.monitor_no_thread = true;
-    llmr_engine_host *h = NULL;
-    llmr_strbuf err = LLMR_STRBUF_INIT;
-    CHECK_EQ_INT(llmr_engine_host_create(&o, &h, NULL, &err), LLMR_OK);
+    llmr_engine_host *h = host_on(dirs, 1, NULL, NULL);
     if (!h)
         return;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
     add_model(h, "m", "{\"token_delay_us\": 1000}");
     CHECK_EQ_INT(llmr_engine_host_load(h, "m", &err), LLMR_OK);
     int pid = worker_pid(h, "m");
