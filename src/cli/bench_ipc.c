@@ -288,8 +288,9 @@ int llmr_bench_ipc(int argc, char **argv, const llmr_config *cfg)
     timing_init(&floor, PACED_TOKENS);
     bool have_floor = measure_floor(PACED_TOKENS, &floor); /* before any thread starts */
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    char tmpl[] = "/tmp/llmr-bench-ipc-XXXXXX";
-    char *tmp = mkdtemp(tmpl);
+    const char *tmp_root = getenv("TMPDIR");
+    char *tmpl = llmr_path_join(tmp_root && *tmp_root ? tmp_root : "/tmp", "llmr-bench-ipc-XXXXXX");
+    char *tmp = tmpl ? mkdtemp(tmpl) : NULL;
     char *model_dir = tmp ? llmr_path_join(tmp, "loopback") : NULL;
     llmr_loopback_model_options mo;
     llmr_loopback_model_options_default(&mo);
@@ -420,6 +421,7 @@ done:
         rmdir(tmp);
     }
     free(model_dir);
+    free(tmpl);
     llmr_strbuf_free(&err);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* Inside the EngineHost (engine_host.h): the records its files share.
  *
- *   engine_host.c      the API: models, submit, cancel, status, metrics
+ *   engine_host.c      the API: create, models, submit, cancel
+ *   host_status.c      status JSON and metrics
  *   host_requests.c    requests: queues, dispatch to workers, events, final events
  *   host_load.c        loading a model into a worker: estimate, fit, load, swap
  *   host_supervisor.c  the supervisor thread: watchdog, health, restarts, memory
