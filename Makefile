@@ -27,6 +27,7 @@ build: deps
 	  || { cat $(BUILD).configure.log; exit 1; }
 	@grep '^-- llmr:' $(BUILD).configure.log || true
 	@cmake --build $(BUILD) -j $(JOBS)
+	@scripts/fetch-gpt-oss-tokenizer.sh $(BUILD)/data/gpt-oss || true
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -34,6 +34,7 @@ cp -r "$build/engines" "$out/plugins/engines"
 # Tokenizer files for the comparisons: the SentencePiece-style ones the tests make,
 # gpt-oss's real one (when the shared data directory is there), o200k_base for tiktoken.
 mkdir -p "$out/data"
+[[ -d "$build/data/gpt-oss" ]] && cp -r "$build/data/gpt-oss" "$out/data/gpt-oss"
 LLMR_WRITE_TOKENIZERS="$out/data" "$build/tests/test_tokenizer_spm" >/dev/null
 shared="$root/../shared/models/gpt-oss-20b/tokenizer.json"
 [[ -f "$shared" ]] && cp "$shared" "$out/data/gpt-oss-tokenizer.json"

@@ -286,6 +286,11 @@ typedef struct llmr_engine_api {
     llmr_status (*cancel)(llmr_engine_model *model, uint64_t request_id);
     /* What the model holds now, KV caches of running requests included. */
     llmr_status (*memory)(const llmr_engine_model *model, llmr_engine_memory *out);
+    /* The model's logits for the sequence ids[0..n), without sampling: the rows of
+     * positions first..n-1 into out, (n - first) x vocab_size floats, the caller's.
+     * For correctness checks and scoring; runs beside requests.  first < n. */
+    llmr_status (*logits)(llmr_engine_model *model, const int32_t *ids, uint32_t n,
+                          uint32_t first, float *out);
 } llmr_engine_api;
 
 /* The entry point.  Called once, right after dlopen, before anything else.  The

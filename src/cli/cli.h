@@ -31,6 +31,8 @@ extern const llmr_command llmr_cmd_bench;
 extern const llmr_command llmr_cmd_tokenize;
 extern const llmr_command llmr_cmd_detokenize;
 extern const llmr_command llmr_cmd_node;
+extern const llmr_command llmr_cmd_run;
+extern const llmr_command llmr_cmd_logits;
 
 /* True when argv holds -h or --help. */
 bool llmr_cli_wants_help(int argc, char **argv);

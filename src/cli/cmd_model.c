@@ -1,54 +1,130 @@
-/* `llmr model synth`: writes a synthetic snapshot of a preset. */
+/* `llmr model synth`: writes a synthetic snapshot of a preset.  The options are
+ * read here; the work is models/synth.c (gpt-oss presets) and
+ * models/loopback_model.c (the loopback preset). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/fs_util.h"
 #include "models/gpt_oss_preset.h"
 #include "models/loopback_model.h"
 #include "models/synth.h"
+
+#define TOKENIZER_ENV "LLMR_GPT_OSS_TOKENIZER_DIR"
+#define MAX_THREADS 1024u
 
 static void help(FILE *out)
 {
     fprintf(out,
             "usage: llmr model synth --preset NAME --out DIR [--tokenizer-from DIR]\n"
+            "                        [--fill random|zeros] [--seed N] [--threads N]\n"
             "                        [--max-shard-bytes N]\n\n"
             "Writes a Hugging Face-layout snapshot of a preset to DIR (which must not exist or\n"
             "be empty): config.json, generation_config.json, shards model-0000N-of-0000M\n"
-            "and model.safetensors.index.json, with the real tensor names, dtypes and shapes.\n"
-            "The tensor data is zeros, written as sparse files: a 13 GB gpt-oss-20b snapshot\n"
-            "takes no disk space and under a second.\n\n"
+            "and model.safetensors.index.json with the real tensor names, dtypes and shapes,\n"
+            "the tokenizer files and chat_template.jinja.\n\n"
             "  --preset NAME         one of:");
     for (const char *const *p = llmr_gpt_oss_preset_names; *p; p++)
         fprintf(out, " %s", *p);
     fprintf(out, " loopback\n"
-                 "                        (loopback: a test model the loopback engine runs,\n"
+                 "                        (gpt-oss-20b-2l: gpt-oss-20b's widths, two layers;\n"
+                 "                        gpt-oss-tiny: small widths, the real vocabulary;\n"
+                 "                        loopback: a test model the loopback engine runs,\n"
                  "                        with real data and its own tokenizer; for trying a\n"
                  "                        node without a GPU)\n"
-                 "  --tokenizer-from DIR  copy tokenizer.json, tokenizer_config.json,\n"
-                 "                        special_tokens_map.json and chat_template.jinja from DIR\n"
-                 "                        (without it the snapshot has no tokenizer, which a\n"
-                 "                        safetensors model needs)\n"
+                 "  --fill random|zeros   random (default): weights with a trained model's\n"
+                 "                        scales (normal linear weights of sigma 1/sqrt(in),\n"
+                 "                        norms near 1, MXFP4 experts of rms ~1/sqrt(in)),\n"
+                 "                        the same bytes for the same seed and any --threads;\n"
+                 "                        gpt-oss-20b's 13.8 GB take about a minute.  zeros:\n"
+                 "                        sparse files, no disk space and under a second (for\n"
+                 "                        header checks and benchmarks)\n"
+                 "  --seed N              the random fill's seed (default 0)\n"
+                 "  --threads N           threads generating data (default: the CPUs online)\n"
+                 "  --tokenizer-from DIR  copy tokenizer.json (required), tokenizer_config.json,\n"
+                 "                        special_tokens_map.json and chat_template.jinja from\n"
+                 "                        DIR.  Default: the first directory holding\n"
+                 "                        tokenizer.json of $" TOKENIZER_ENV ",\n"
+                 "                        data/gpt-oss beside the llmr binary (where make\n"
+                 "                        fetches gpt-oss's tokenizer) and ../data/gpt-oss.\n"
+                 "                        Without a chat_template.jinja there, a stand-in\n"
+                 "                        harmony template is written\n"
                  "  --max-shard-bytes N   start a new shard past N bytes (default 5000000000)\n");
+}
+
+/* A whole decimal number in [min, max] (no sign, no spaces). */
+static bool parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (!v || !isdigit((unsigned char)v[0]))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end || n < min || n > max)
+        return false;
+    *out = n;
+    return true;
+}
+
+/* The directory of the running binary, in buf; false when unknown. */
+static bool exe_dir(char *buf, size_t size)
+{
+    ssize_t len = readlink("/proc/self/exe", buf, size - 1);
+    if (len <= 0 || (size_t)len >= size - 1)
+        return false;
+    buf[len] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    return true;
 }
 
 static int synth(int argc, char **argv)
 {
     llmr_synth_options o = {0};
     o.progress = stderr;
+    o.fill = LLMR_SYNTH_FILL_RANDOM;
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
         const char *v;
+        uint64_t n;
         if (llmr_cli_option(argc, argv, &i, "--preset", &v, &bad)) {
             o.preset = v;
         } else if (llmr_cli_option(argc, argv, &i, "--out", &v, &bad)) {
             o.out_dir = v;
         } else if (llmr_cli_option(argc, argv, &i, "--tokenizer-from", &v, &bad)) {
             o.tokenizer_from = v;
+        } else if (llmr_cli_option(argc, argv, &i, "--fill", &v, &bad)) {
+            if (!bad && strcmp(v, "random") == 0) {
+                o.fill = LLMR_SYNTH_FILL_RANDOM;
+            } else if (!bad && strcmp(v, "zeros") == 0) {
+                o.fill = LLMR_SYNTH_FILL_ZEROS;
+            } else if (!bad) {
+                llmr_cli_error("model synth", "--fill is random or zeros, not \"%s\"", v);
+                bad = true;
+            }
+        } else if (llmr_cli_option(argc, argv, &i, "--seed", &v, &bad)) {
+            if (!bad && !parse_u64(v, 0, UINT64_MAX, &o.seed)) {
+                llmr_cli_error("model synth", "--seed takes a whole number from 0 to %" PRIu64
+                               ", not \"%s\"", UINT64_MAX, v);
+                bad = true;
+            }
+        } else if (llmr_cli_option(argc, argv, &i, "--threads", &v, &bad)) {
+            if (!bad && !parse_u64(v, 1, MAX_THREADS, &n)) {
+                llmr_cli_error("model synth", "--threads takes a whole number from 1 to %u, "
+                               "not \"%s\"", MAX_THREADS, v);
+                bad = true;
+            }
+            o.threads = bad ? 0 : (unsigned)n;
         } else if (llmr_cli_option(argc, argv, &i, "--max-shard-bytes", &v, &bad)) {
-            char *end;
-            o.max_shard_bytes = bad ? 0 : strtoull(v, &end, 10);
-            if (!bad && (*end || o.max_shard_bytes == 0 || v[0] == '-')) {
+            if (!bad && !parse_u64(v, 1, UINT64_MAX, &o.max_shard_bytes)) {
                 llmr_cli_error("model synth", "--max-shard-bytes takes a positive whole number");
                 bad = true;
             }
@@ -76,15 +152,40 @@ static int synth(int argc, char **argv)
             return LLMR_EXIT_OK;
         }
     } else {
-        st = llmr_synth_snapshot(&o, &err);
+        /* Where the tokenizer is looked for without --tokenizer-from: the variable,
+         * then beside the binary: <bin>/data/gpt-oss (a build tree, where make fetches
+         * it) and <bin>/../data/gpt-oss (a bundle with the binary in bin/). */
+        char *search[4] = {NULL, NULL, NULL, NULL};
+        size_t k = 0;
+        const char *env = getenv(TOKENIZER_ENV);
+        if (env && *env)
+            search[k++] = strdup(env);
+        char dir[PATH_MAX];
+        if (exe_dir(dir, sizeof dir)) {
+            search[k++] = llmr_path_join(dir, "data/gpt-oss");
+            search[k++] = llmr_path_join(dir, "../data/gpt-oss");
+        }
+        bool oom = false;
+        for (size_t j = 0; j < k; j++)
+            oom |= search[j] == NULL;
+        o.tokenizer_search = (const char *const *)search;
+        if (oom) {
+            llmr_strbuf_puts(&err, "out of memory");
+            st = LLMR_OOM_RAM;
+        } else {
+            st = llmr_synth_snapshot(&o, &err);
+        }
+        for (size_t j = 0; j < k; j++)
+            free(search[j]);
     }
     if (st != LLMR_OK) {
         llmr_cli_error("model synth", "%s", llmr_strbuf_cstr(&err));
         llmr_strbuf_free(&err);
         return st == LLMR_INVALID_ARGUMENT ? LLMR_EXIT_USAGE : LLMR_EXIT_FAILED;
     }
-    fprintf(stderr, "wrote %s (preset %s)%s\n", o.out_dir, o.preset,
-            o.tokenizer_from ? "" : "; no tokenizer files: pass --tokenizer-from to add them");
+    llmr_strbuf_free(&err);
+    fprintf(stderr, "wrote %s (preset %s, %s fill)\n", o.out_dir, o.preset,
+            o.fill == LLMR_SYNTH_FILL_RANDOM ? "random" : "zeros");
     return LLMR_EXIT_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/id_list.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
 #include "node/control_server.h"
@@ -257,19 +258,12 @@ static int cmd_load(const char *op, int argc, char **argv, const llmr_config *cf
 
 static bool parse_ids(const char *text, json_t *out)
 {
-    const char *p = text;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v > INT32_MAX)
-            return false;
-        json_array_append_new(out, json_integer(v));
-        p = end;
-        while (*p == ',' || *p == ' ')
-            p++;
-    }
-    return json_array_size(out) > 0;
+    uint32_t n = 0;
+    int32_t *ids = llmr_id_list_parse(text, &n);
+    for (uint32_t i = 0; ids && i < n; i++)
+        json_array_append_new(out, json_integer(ids[i]));
+    free(ids);
+    return ids != NULL;
 }
 
 /* Tokenizes text with DATA_DIR/models/MODEL/tokenizer.json. */

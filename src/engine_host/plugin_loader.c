@@ -80,6 +80,7 @@ llmr_status llmr_plugin_open(const char *library_path, const llmr_host_api *host
     p->has_estimate = LLMR_ENGINE_HAS(api, llmr_engine_api, estimate) && api->estimate;
     p->has_cancel = LLMR_ENGINE_HAS(api, llmr_engine_api, cancel) && api->cancel;
     p->has_memory = LLMR_ENGINE_HAS(api, llmr_engine_api, memory) && api->memory;
+    p->has_logits = LLMR_ENGINE_HAS(api, llmr_engine_api, logits) && api->logits;
     p->info.struct_size = sizeof p->info;
     api->describe(&p->info);
     if (!p->info.name || !p->info.version) {

@@ -15,7 +15,7 @@ typedef struct llmr_plugin {
     const llmr_engine_api *api;
     llmr_engine_info info;   /* from describe(); strings are the plugin's */
     /* the optional functions the table offers (present and not NULL) */
-    bool has_estimate, has_cancel, has_memory;
+    bool has_estimate, has_cancel, has_memory, has_logits;
 } llmr_plugin;
 
 /* Opens `library_path` and negotiates with `host` (which must outlive the plugin).

@@ -140,7 +140,8 @@ static void token_text(request *r, const llmr_engine_token *t, llmr_strbuf *piec
             llmr_strbuf_append(piece, t->text, t->text_len);
         return;
     }
-    if (!r->has_detok || t->id < 0)
+    /* The token that ended the request on a stop id is not part of the output. */
+    if (!r->has_detok || t->id < 0 || t->finish == LLMR_ENGINE_FINISH_STOP)
         return;
     llmr_strbuf err = LLMR_STRBUF_INIT;
     if (llmr_detokenizer_push(&r->detok, (uint32_t)t->id, piece, &err) != LLMR_OK)

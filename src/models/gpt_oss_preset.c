@@ -1,11 +1,13 @@
 /* gpt-oss presets: see gpt_oss_preset.h.  Values of gpt-oss-20b as published in its
- * config.json; the tiny preset keeps every field and the real vocabulary (so the real
- * tokenizer works with it) and shrinks the widths. */
+ * config.json; gpt-oss-20b-2l is gpt-oss-20b with its first two layers (one sliding,
+ * one full), every width the same; the tiny preset keeps every field and the real
+ * vocabulary (so the real tokenizer works with it) and shrinks the widths. */
 #include "models/gpt_oss_preset.h"
 
 #include <string.h>
 
-const char *const llmr_gpt_oss_preset_names[] = {"gpt-oss-20b", "gpt-oss-tiny", NULL};
+const char *const llmr_gpt_oss_preset_names[] = {"gpt-oss-20b", "gpt-oss-20b-2l", "gpt-oss-tiny",
+                                                 NULL};
 
 typedef struct preset {
     const char *name;
@@ -14,6 +16,7 @@ typedef struct preset {
 
 static const preset presets[] = {
     {"gpt-oss-20b", 2880, 24, 64, 8, 64, 32, 4, 2880},
+    {"gpt-oss-20b-2l", 2880, 2, 64, 8, 64, 32, 4, 2880},
     {"gpt-oss-tiny", 64, 2, 4, 2, 16, 4, 2, 64},
 };
 

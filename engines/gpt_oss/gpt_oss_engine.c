@@ -1,0 +1,450 @@
+/* The gpt-oss engine plugin (runtime gpt_oss, safetensors with MXFP4 experts): the
+ * engine ABI of include/llmr/engine.h over the CPU reference path (model.h,
+ * cpu_forward.h, sampler.h).  Each request runs on a thread of its own: prefill of
+ * the prompt, then one token at a time until a stop id (the request's or an EOS id
+ * of generation_config.json), max_tokens, the end of the context, or a cancel.  The
+ * matrix work of every request shares the model's thread pool.
+ *
+ * Load options (options_json): "threads": CPU threads (default: all). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_forward.h"
+#include "llmr/engine.h"
+#include "model.h"
+#include "sampler.h"
+
+#ifndef LLMR_PLUGIN_ID
+#define LLMR_PLUGIN_ID "gpt-oss"
+#endif
+#ifndef LLMR_PLUGIN_VERSION
+#define LLMR_PLUGIN_VERSION "0.1.0"
+#endif
+
+#define ERR_MAX 512
+#define CPU_MAX_BATCH 2u
+#define INITIAL_CACHE 512u
+
+static const llmr_host_api *host;
+static _Thread_local char thread_error[ERR_MAX];
+
+struct request;
+
+struct llmr_engine_model {
+    gpt_model m;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    struct request *requests;
+    bool unloading;
+    uint32_t context;
+    uint64_t weight_bytes;
+    char error[ERR_MAX];
+};
+
+typedef struct request {
+    struct request *next;
+    llmr_engine_model *model;
+    pthread_t thread;
+    uint64_t id;
+    int32_t *prompt;
+    uint32_t prompt_len, max_tokens;
+    int32_t *stop_ids;
+    uint32_t stop_count;
+    gpt_sampler *sampler;
+    llmr_engine_token_fn on_token;
+    void *user;
+    atomic_bool cancel;
+    bool done;
+    uint64_t cache_bytes; /* its KV cache now (under the model's lock) */
+} request;
+
+static void set_error(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, ERR_MAX, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t option_u64(const char *json, const char *key, uint64_t def)
+{
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\"", key);
+    const char *p = json ? strstr(json, quoted) : NULL;
+    if (!p)
+        return def;
+    p += strlen(quoted);
+    while (*p == ' ' || *p == ':')
+        p++;
+    return *p >= '0' && *p <= '9' ? strtoull(p, NULL, 10) : def;
+}
+
+/* ---- describe, estimate, load ----------------------------------------------------- */
+
+static void describe(llmr_engine_info *out)
+{
+    uint32_t size = out->struct_size;
+    memset(out, 0, size < sizeof *out ? size : sizeof *out);
+    out->struct_size = size;
+    out->name = LLMR_PLUGIN_ID;
+    out->version = LLMR_PLUGIN_VERSION;
+    out->capabilities = LLMR_ENGINE_CAP_CPU | LLMR_ENGINE_CAP_LOGPROBS | LLMR_ENGINE_CAP_CANCEL |
+                        LLMR_ENGINE_CAP_BATCHING;
+    out->max_top_logprobs = GPT_SAMPLER_MAX_TOP_LOGPROBS;
+}
+
+static llmr_status check_runtime(const llmr_engine_model_desc *desc)
+{
+    if (strcmp(desc->runtime, "gpt_oss") != 0 || strcmp(desc->format, "safetensors") != 0) {
+        set_error(thread_error, "the gpt-oss engine runs gpt_oss models from safetensors, not "
+                                "%s from %s",
+                  desc->runtime, desc->format);
+        return LLMR_UNSUPPORTED;
+    }
+    return LLMR_OK;
+}
+
+static uint32_t context_of(const gpt_config *c, const llmr_engine_load_params *p)
+{
+    return p->context_length && p->context_length < c->max_position ? p->context_length
+                                                                     : c->max_position;
+}
+
+static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
+                            llmr_engine_memory *out)
+{
+    gpt_config c;
+    llmr_status st = check_runtime(desc);
+    if (st == LLMR_OK)
+        st = gpt_config_read(&c, desc, thread_error);
+    if (st != LLMR_OK)
+        return st;
+    out->struct_size = sizeof *out;
+    out->vram_bytes = 0;
+    /* The weights are read in place from the page cache; a request's cache grows
+     * with its tokens: count one request of INITIAL_CACHE positions each. */
+    out->ram_bytes = desc->total_bytes + gpt_model_ram_estimate(&c, INITIAL_CACHE, CPU_MAX_BATCH);
+    (void)p;
+    return LLMR_OK;
+}
+
+static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
+                        llmr_engine_model **out)
+{
+    *out = NULL;
+    llmr_status st = check_runtime(desc);
+    if (st != LLMR_OK)
+        return st;
+    llmr_engine_model *e = calloc(1, sizeof *e);
+    if (!e) {
+        set_error(thread_error, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    unsigned threads = (unsigned)option_u64(p->options_json, "threads", p->threads);
+    st = gpt_model_bind(&e->m, desc, threads, thread_error);
+    if (st != LLMR_OK) {
+        free(e);
+        return st;
+    }
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->changed, NULL);
+    e->context = context_of(&e->m.cfg, p);
+    e->weight_bytes = desc->total_bytes;
+    char line[256];
+    snprintf(line, sizeof line, "%s: %u layers, hidden %u, %u experts, CPU path on %u threads",
+             desc->name, e->m.cfg.layers, e->m.cfg.hidden, e->m.cfg.experts,
+             gpt_pool_threads(e->m.pool));
+    host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
+    *out = e;
+    return LLMR_OK;
+}
+
+static llmr_status model_info(const llmr_engine_model *e, llmr_engine_model_info *out)
+{
+    out->struct_size = sizeof *out;
+    out->context_length = e->context;
+    out->max_batch = CPU_MAX_BATCH;
+    out->vocab_size = e->m.cfg.vocab;
+    return LLMR_OK;
+}
+
+static const char *last_error(const llmr_engine_model *e)
+{
+    return e ? e->error : thread_error;
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+static bool is_stop(const request *r, int32_t id)
+{
+    for (uint32_t i = 0; i < r->stop_count; i++)
+        if (r->stop_ids[i] == id)
+            return true;
+    const gpt_config *c = &r->model->m.cfg;
+    for (uint32_t i = 0; i < c->n_eos; i++)
+        if (c->eos[i] == id)
+            return true;
+    return false;
+}
+
+static void request_end(request *r, llmr_engine_token *ev)
+{
+    llmr_engine_model *e = r->model;
+    ev->prompt_tokens = r->prompt_len;
+    r->on_token(r->user, ev);
+    pthread_mutex_lock(&e->lock);
+    r->done = true;
+    pthread_cond_broadcast(&e->changed);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static void end_with_error(request *r, llmr_status st, const char *message)
+{
+    llmr_engine_token ev;
+    memset(&ev, 0, sizeof ev);
+    ev.struct_size = sizeof ev;
+    ev.request_id = r->id;
+    ev.id = -1;
+    ev.finish = LLMR_ENGINE_FINISH_ERROR;
+    ev.status = st;
+    ev.message = message;
+    request_end(r, &ev);
+}
+
+static void *run_request(void *arg)
+{
+    request *r = arg;
+    llmr_engine_model *e = r->model;
+    const gpt_config *c = &e->m.cfg;
+    uint32_t limit = e->context - r->prompt_len; /* tokens that fit after the prompt */
+    if (r->max_tokens && r->max_tokens < limit)
+        limit = r->max_tokens;
+    gpt_state st;
+    float *logits = malloc((size_t)c->vocab * sizeof *logits);
+    uint32_t initial = r->prompt_len + (limit < INITIAL_CACHE ? limit : INITIAL_CACHE);
+    llmr_status s = logits ? gpt_state_init(&st, &e->m, r->prompt_len + limit, initial, host)
+                           : LLMR_OOM_RAM;
+    if (s != LLMR_OK) {
+        free(logits);
+        end_with_error(r, s, "not enough memory for the request's KV cache");
+        return NULL;
+    }
+    s = gpt_forward(&st, r->prompt, r->prompt_len, logits, 1);
+    llmr_engine_token ev;
+    gpt_sample smp; /* the last event points into it */
+    for (uint32_t i = 0; s == LLMR_OK; i++) {
+        memset(&ev, 0, sizeof ev);
+        ev.struct_size = sizeof ev;
+        ev.request_id = r->id;
+        ev.index = i;
+        pthread_mutex_lock(&e->lock);
+        bool stop_now = atomic_load(&r->cancel) || e->unloading;
+        r->cache_bytes = st.bytes;
+        pthread_mutex_unlock(&e->lock);
+        if (stop_now) {
+            ev.id = -1;
+            ev.finish = LLMR_ENGINE_FINISH_CANCELLED;
+            break;
+        }
+        gpt_sampler_sample(r->sampler, logits, &smp);
+        ev.id = smp.id;
+        ev.logprob = smp.logprob;
+        ev.top_count = smp.top_count;
+        ev.top_ids = smp.top_ids;
+        ev.top_logprobs = smp.top_logprobs;
+        ev.time_ns = host->now_ns(host->ctx);
+        if (is_stop(r, smp.id))
+            ev.finish = LLMR_ENGINE_FINISH_STOP;
+        else if (i + 1 >= limit)
+            ev.finish = LLMR_ENGINE_FINISH_LENGTH;
+        if (ev.finish)
+            break;
+        if (r->on_token(r->user, &ev) != 0)
+            atomic_store(&r->cancel, true);
+        s = gpt_forward(&st, &smp.id, 1, logits, 1);
+    }
+    gpt_state_free(&st);
+    free(logits);
+    pthread_mutex_lock(&e->lock);
+    r->cache_bytes = 0; /* released before the last event, as the ABI says */
+    pthread_mutex_unlock(&e->lock);
+    if (s != LLMR_OK)
+        end_with_error(r, s, "the forward pass failed (out of memory or past the context)");
+    else
+        request_end(r, &ev);
+    return NULL;
+}
+
+static void request_free(request *r)
+{
+    gpt_sampler_free(r->sampler);
+    free(r->prompt);
+    free(r->stop_ids);
+    free(r);
+}
+
+/* Joins and frees requests whose threads are done.  With the lock held. */
+static void reap(llmr_engine_model *e)
+{
+    for (request **pp = &e->requests; *pp;) {
+        request *r = *pp;
+        if (!r->done) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        pthread_mutex_unlock(&e->lock);
+        pthread_join(r->thread, NULL);
+        request_free(r);
+        pthread_mutex_lock(&e->lock);
+    }
+}
+
+static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params *p,
+                          llmr_engine_token_fn on_token, void *user)
+{
+    const gpt_config *c = &e->m.cfg;
+    if (!p->prompt || p->prompt_len == 0 || p->prompt_len >= e->context) {
+        set_error(e->error, "the prompt has %u tokens; this model holds 1 to %u", p->prompt_len,
+                  e->context - 1);
+        return LLMR_UNSUPPORTED;
+    }
+    for (uint32_t i = 0; i < p->prompt_len; i++)
+        if (p->prompt[i] < 0 || (uint32_t)p->prompt[i] >= c->vocab) {
+            set_error(e->error, "prompt token %u is %d, outside the vocabulary of %u", i,
+                      p->prompt[i], c->vocab);
+            return LLMR_UNSUPPORTED;
+        }
+    request *r = calloc(1, sizeof *r);
+    const char *why = NULL;
+    gpt_sampler_params sp = {p->temperature, p->top_p,        p->top_k,
+                             p->min_p,       p->repetition_penalty, p->presence_penalty,
+                             p->frequency_penalty, p->seed, p->top_logprobs, p->logprobs != 0};
+    if (r) {
+        r->model = e;
+        r->id = p->request_id;
+        r->prompt = malloc(p->prompt_len * sizeof *r->prompt);
+        r->prompt_len = p->prompt_len;
+        r->max_tokens = p->max_tokens;
+        r->stop_ids = malloc((p->stop_id_count + 1) * sizeof *r->stop_ids);
+        r->stop_count = p->stop_id_count;
+        r->on_token = on_token;
+        r->user = user;
+        r->sampler = gpt_sampler_create(&sp, c->vocab, p->prompt, p->prompt_len, &why);
+    }
+    if (!r || !r->prompt || !r->stop_ids || !r->sampler) {
+        set_error(e->error, "%s", why ? why : "out of memory");
+        if (r)
+            request_free(r);
+        return why ? LLMR_UNSUPPORTED : LLMR_OOM_RAM;
+    }
+    memcpy(r->prompt, p->prompt, p->prompt_len * sizeof *r->prompt);
+    if (p->stop_id_count)
+        memcpy(r->stop_ids, p->stop_ids, p->stop_id_count * sizeof *r->stop_ids);
+    pthread_mutex_lock(&e->lock);
+    reap(e);
+    if (e->unloading || pthread_create(&r->thread, NULL, run_request, r) != 0) {
+        pthread_mutex_unlock(&e->lock);
+        set_error(e->error, e->unloading ? "the model is being unloaded"
+                                         : "cannot start a thread for the request");
+        request_free(r);
+        return LLMR_INTERNAL;
+    }
+    r->next = e->requests;
+    e->requests = r;
+    pthread_mutex_unlock(&e->lock);
+    return LLMR_OK;
+}
+
+static llmr_status cancel(llmr_engine_model *e, uint64_t id)
+{
+    pthread_mutex_lock(&e->lock);
+    for (request *r = e->requests; r; r = r->next)
+        if (r->id == id)
+            atomic_store(&r->cancel, true);
+    pthread_mutex_unlock(&e->lock);
+    return LLMR_OK;
+}
+
+static llmr_status memory(const llmr_engine_model *ce, llmr_engine_memory *out)
+{
+    llmr_engine_model *e = (llmr_engine_model *)ce;
+    pthread_mutex_lock(&e->lock);
+    uint64_t cache = 0;
+    for (request *r = e->requests; r; r = r->next)
+        cache += r->cache_bytes;
+    pthread_mutex_unlock(&e->lock);
+    out->struct_size = sizeof *out;
+    out->vram_bytes = 0;
+    out->ram_bytes = cache + gpt_model_ram_estimate(&e->m.cfg, 0, 0);
+    return LLMR_OK;
+}
+
+static llmr_status logits_of(llmr_engine_model *e, const int32_t *ids, uint32_t n, uint32_t first,
+                             float *out)
+{
+    if (!ids || first >= n || n > e->context) {
+        set_error(e->error, "logits of %u ids from %u: out of range (context %u)", n, first,
+                  e->context);
+        return LLMR_UNSUPPORTED;
+    }
+    gpt_state st;
+    llmr_status s = gpt_state_init(&st, &e->m, n, n, NULL);
+    if (s == LLMR_OK)
+        s = gpt_forward(&st, ids, n, out, n - first);
+    gpt_state_free(&st);
+    if (s != LLMR_OK)
+        set_error(e->error, "the forward pass of %u ids failed (%s)", n,
+                  s == LLMR_OOM_RAM ? "out of memory" : "an id outside the vocabulary");
+    return s;
+}
+
+static void unload(llmr_engine_model *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->unloading = true;
+    while (e->requests) {
+        reap(e);
+        if (e->requests)
+            pthread_cond_wait(&e->changed, &e->lock);
+    }
+    pthread_mutex_unlock(&e->lock);
+    gpt_model_free(&e->m);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->changed);
+    free(e);
+}
+
+static const llmr_engine_api table = {
+    .struct_size = sizeof(llmr_engine_api),
+    .abi_major = LLMR_ENGINE_ABI_MAJOR,
+    .abi_minor = LLMR_ENGINE_ABI_MINOR,
+    .describe = describe,
+    .load = load,
+    .unload = unload,
+    .model_info = model_info,
+    .submit = submit,
+    .last_error = last_error,
+    .estimate = estimate,
+    .cancel = cancel,
+    .memory = memory,
+    .logits = logits_of,
+};
+
+LLMR_ENGINE_EXPORT llmr_status llmr_engine_negotiate(const llmr_host_api *h,
+                                                     const llmr_engine_api **out)
+{
+    if (!h || h->abi_major != LLMR_ENGINE_ABI_MAJOR)
+        return LLMR_ABI_MISMATCH;
+    host = h;
+    *out = &table;
+    return LLMR_OK;
+}
