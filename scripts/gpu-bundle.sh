@@ -30,13 +30,15 @@ cp "$root"/tests/gpu/* "$root"/bench/*.py "$out/tests/"
 # Engine plugins: the installed ones (plugins/engines) and the GPU test plugin.
 mkdir -p "$out/plugins"
 cp -r "$build/engines" "$out/plugins/engines"
-[[ -d "$build/tests/plugins/vram_hang" ]] && cp -r "$build/tests/plugins/vram_hang" "$out/plugins/"
+if [[ -d "$build/tests/plugins/vram_hang" ]]; then cp -r "$build/tests/plugins/vram_hang" "$out/plugins/"; fi
 # Tokenizer files for the comparisons: the SentencePiece-style ones the tests make,
 # gpt-oss's real one (when the shared data directory is there), o200k_base for tiktoken.
 mkdir -p "$out/data"
-[[ -d "$build/data/gpt-oss" ]] && cp -r "$build/data/gpt-oss" "$out/data/gpt-oss"
+if [[ -d "$build/data/gpt-oss" ]]; then cp -r "$build/data/gpt-oss" "$out/data/gpt-oss"; fi
 LLMR_WRITE_TOKENIZERS="$out/data" "$build/tests/test_tokenizer_spm" >/dev/null
 shared="$root/../shared/models/gpt-oss-20b/tokenizer.json"
-[[ -f "$shared" ]] && cp "$shared" "$out/data/gpt-oss-tokenizer.json"
+if [[ ! -f "$out/data/gpt-oss/tokenizer.json" && -f "$shared" ]]; then
+  mkdir -p "$out/data/gpt-oss" && cp "$shared" "$out/data/gpt-oss/tokenizer.json"
+fi
 "$root/scripts/fetch-bench-data.sh" "$build/bench-data" && cp "$build/bench-data/o200k_base.tiktoken" "$out/data/"
 echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out: $(ls "$out/bin" | tr '\n' ' ')"
