@@ -46,7 +46,7 @@ static bool get_f64(const json_t *o, const char *key, double *out, char *err)
 }
 
 /* EOS ids: generation_config.json's eos_token_id (a number or a list), else the
- * checked config's. */
+ * checked config's; and gpt-oss's <|return|> and <|call|>. */
 static void read_eos(gpt_config *c, const char *dir, const json_t *checked)
 {
     char path[4096];
@@ -68,6 +68,15 @@ static void read_eos(gpt_config *c, const char *dir, const json_t *checked)
         }
     }
     json_decref(gen);
+    /* A gpt-oss turn ends at <|return|> or <|call|> whatever generation_config says. */
+    static const int32_t turn_ends[] = {200002, 200012};
+    for (size_t i = 0; i < 2; i++) {
+        bool have = false;
+        for (uint32_t j = 0; j < c->n_eos; j++)
+            have |= c->eos[j] == turn_ends[i];
+        if (!have && (uint32_t)turn_ends[i] < c->vocab && c->n_eos < GPT_MAX_EOS)
+            c->eos[c->n_eos++] = turn_ends[i];
+    }
 }
 
 llmr_status gpt_config_read(gpt_config *c, const llmr_engine_model_desc *desc, char *err)

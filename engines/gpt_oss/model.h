@@ -1,7 +1,8 @@
 /* A gpt-oss model as the engine holds it: the config (from the fields the host
  * checked), the weights bound in place to the mapped tensors of the descriptor (no
  * copy of expert weights), the small vectors (norms, biases, sinks) decoded to fp32,
- * the RoPE/YaRN table, and the end-of-generation ids of generation_config.json. */
+ * the RoPE/YaRN table, and the ids that end a generation (generation_config.json's EOS
+ * ids, and <|return|> and <|call|>). */
 #ifndef GPT_OSS_MODEL_H
 #define GPT_OSS_MODEL_H
 
