@@ -36,6 +36,7 @@ asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF > build-asan.configure.log 2>&1 \
 	  || { cat build-asan.configure.log; exit 1; }
 	@cmake --build build-asan -j $(JOBS)
+	@scripts/fetch-gpt-oss-tokenizer.sh build-asan/data/gpt-oss || true
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
