@@ -18,6 +18,7 @@
 
 #include "cpu_forward.h"
 #include "llmr/engine.h"
+#include "llmr/engine_options.h"
 #include "model.h"
 #include "sampler.h"
 
@@ -72,19 +73,6 @@ static void set_error(char *buf, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, ERR_MAX, fmt, ap);
     va_end(ap);
-}
-
-static uint64_t option_u64(const char *json, const char *key, uint64_t def)
-{
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\"", key);
-    const char *p = json ? strstr(json, quoted) : NULL;
-    if (!p)
-        return def;
-    p += strlen(quoted);
-    while (*p == ' ' || *p == ':')
-        p++;
-    return *p >= '0' && *p <= '9' ? strtoull(p, NULL, 10) : def;
 }
 
 /* ---- describe, estimate, load ----------------------------------------------------- */
@@ -148,7 +136,7 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
         set_error(thread_error, "out of memory");
         return LLMR_OOM_RAM;
     }
-    unsigned threads = (unsigned)option_u64(p->options_json, "threads", p->threads);
+    unsigned threads = (unsigned)llmr_engine_option_u64(p->options_json, "threads", p->threads);
     st = gpt_model_bind(&e->m, desc, threads, thread_error);
     if (st != LLMR_OK) {
         free(e);

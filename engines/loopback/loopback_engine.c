@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "llmr/engine.h"
+#include "llmr/engine_options.h"
 
 #ifndef LLMR_PLUGIN_ID
 #define LLMR_PLUGIN_ID "loopback"
@@ -92,27 +93,6 @@ static const char *last_error(const llmr_engine_model *model)
     return model ? model->error : thread_error;
 }
 
-/* ---- options -------------------------------------------------------------------- */
-
-/* A non-negative number of a flat JSON object, or `def`.  The options are a small
- * object written by the host; a value that is not a plain number is ignored. */
-static uint64_t option_u64(const char *json, const char *key, uint64_t def)
-{
-    if (!json)
-        return def;
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\"", key);
-    const char *p = strstr(json, quoted);
-    if (!p)
-        return def;
-    p += strlen(quoted);
-    while (*p == ' ' || *p == ':')
-        p++;
-    if (*p < '0' || *p > '9')
-        return def;
-    return strtoull(p, NULL, 10);
-}
-
 /* ---- describe, estimate, load ----------------------------------------------------- */
 
 static void describe(llmr_engine_info *out)
@@ -161,7 +141,9 @@ static llmr_status check_desc(const llmr_engine_model_desc *desc, const llmr_eng
 
 static uint64_t context_of(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p)
 {
-    uint64_t model_ctx = option_u64(desc->checked_config_json, "max_position_embeddings", 4096);
+    /* The checked config is a flat object too: the same reader serves. */
+    uint64_t model_ctx =
+        llmr_engine_option_u64(desc->checked_config_json, "max_position_embeddings", 4096);
     return p->context_length && p->context_length < model_ctx ? p->context_length : model_ctx;
 }
 
@@ -173,10 +155,10 @@ static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engin
     llmr_status st = check_desc(desc, &table);
     if (st != LLMR_OK)
         return st;
-    uint64_t batch = option_u64(p->options_json, "max_batch", 8);
+    uint64_t batch = llmr_engine_option_u64(p->options_json, "max_batch", 8);
     uint64_t need = sizeof(llmr_engine_model) +
                     batch * context_of(desc, p) *
-                        option_u64(p->options_json, "kv_bytes_per_token", 1024);
+                        llmr_engine_option_u64(p->options_json, "kv_bytes_per_token", 1024);
     out->struct_size = sizeof *out;
 #ifdef LOOPBACK_FAKE_GPU
     out->vram_bytes = need;
@@ -210,13 +192,13 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     m->table = table->data;
     m->vocab_size = (uint32_t)table->shape[0];
     m->context_length = (uint32_t)context_of(desc, p);
-    m->max_batch = (uint32_t)option_u64(p->options_json, "max_batch", 8);
+    m->max_batch = (uint32_t)llmr_engine_option_u64(p->options_json, "max_batch", 8);
     if (p->max_batch && p->max_batch < m->max_batch)
         m->max_batch = p->max_batch;
     if (m->max_batch == 0)
         m->max_batch = 1;
-    m->token_delay_us = option_u64(p->options_json, "token_delay_us", 0);
-    m->kv_bytes_per_token = option_u64(p->options_json, "kv_bytes_per_token", 1024);
+    m->token_delay_us = llmr_engine_option_u64(p->options_json, "token_delay_us", 0);
+    m->kv_bytes_per_token = llmr_engine_option_u64(p->options_json, "kv_bytes_per_token", 1024);
     char line[256];
     snprintf(line, sizeof line, "loaded %s: vocabulary %u, context %u, batch %u", desc->name,
              m->vocab_size, m->context_length, m->max_batch);

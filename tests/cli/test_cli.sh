@@ -6,18 +6,7 @@ set -u
 LLMR=${1:?usage: test_cli.sh PATH_TO_LLMR}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-cli-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# expect CODE DESCRIPTION -- COMMAND...: runs it, keeping stdout/stderr in $out/$err.
-expect() {
-  local want=$1 what=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
-  [[ $got -eq $want ]] || fail "$what: exit $got, wanted $want; stderr: $err"
-}
-has() { [[ "$1" == *"$2"* ]] || fail "$3: no \"$2\" in: $1"; }
+source "$(dirname "$0")/check_lib.sh"
 
 expect 0 "help" -- "$LLMR" help
 has "$out" "inspect" "help lists inspect"
@@ -116,8 +105,4 @@ echo '{"model": {"type": "Unigram", "vocab": [["a", 0.0]]}}' > "$tmp/unigram.jso
 expect 1 "unsupported tokenizer" -- sh -c "printf x | '$LLMR' tokenize --tokenizer '$tmp/unigram.json'"
 has "$err" "model type \"Unigram\" is not supported" "unsupported model named"
 
-if [[ $failures -gt 0 ]]; then
-  echo "$failures CLI checks failed" >&2
-  exit 1
-fi
-echo "all CLI checks passed"
+finish_checks CLI

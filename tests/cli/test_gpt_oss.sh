@@ -12,16 +12,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-gptoss-XXXXXX")
 node_pid=
 cleanup() { [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-expect() {
-  local want=$1 what=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
-  [[ $got -eq $want ]] || fail "$what: exit $got, wanted $want; stderr: $err"
-}
-has() { [[ "$1" == *"$2"* ]] || fail "$3: no \"$2\" in: $1"; }
+source "$(dirname "$0")/check_lib.sh"
 
 tok_from=()
 shared=${LLMR_SHARED_DIR:-}/models/gpt-oss-20b
@@ -89,8 +80,4 @@ rm -f "$sharded/$second"
 expect 1 "a missing shard" -- "$LLMR" run "$sharded" --prompt-ids 1 --max-tokens 1
 has "$err" "$second" "the missing shard is named"
 
-if [[ $failures -gt 0 ]]; then
-  echo "$failures gpt-oss checks failed" >&2
-  exit 1
-fi
-echo "all gpt-oss checks passed"
+finish_checks gpt-oss

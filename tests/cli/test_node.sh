@@ -10,16 +10,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-node-XXXXXX")
 node_pid=
 cleanup() { [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-expect() {
-  local want=$1 what=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
-  [[ $got -eq $want ]] || fail "$what: exit $got, wanted $want; stderr: $err"
-}
-has() { [[ "$1" == *"$2"* ]] || fail "$3: no \"$2\" in: $1"; }
+source "$(dirname "$0")/check_lib.sh"
 export LLMR_DATA_DIR="$tmp/data"
 
 expect 1 "status without a node" -- "$LLMR" node status
@@ -77,9 +68,5 @@ node_pid=
 [[ -n $pid1 ]] && kill -0 "$pid1" 2>/dev/null && fail "worker $pid1 outlived the node"
 [[ -e "$tmp/data/run/node.sock" ]] && fail "the control socket was left behind"
 
-if [[ $failures -gt 0 ]]; then
-  echo "$failures node checks failed" >&2
-  echo "--- node log"; cat "$tmp/node.log"
-  exit 1
-fi
-echo "all node checks passed"
+[[ $failures -gt 0 ]] && { echo "--- node log"; cat "$tmp/node.log"; }
+finish_checks node

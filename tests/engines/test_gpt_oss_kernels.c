@@ -453,6 +453,28 @@ static const char config[] =
     "\"truncate\":false},\"layer_types\":[\"sliding_attention\",\"full_attention\"],"
     "\"eos_token_ids\":[299]}";
 
+/* The model built in memory, as the host would describe it to the engine. */
+static void describe_model(llmr_engine_model_desc *d, llmr_engine_tensor *et)
+{
+    for (size_t i = 0; i < n_tensors; i++) {
+        et[i].name = tensors[i].name;
+        et[i].dtype = tensors[i].dtype;
+        et[i].rank = tensors[i].rank;
+        memcpy(et[i].shape, tensors[i].shape, sizeof tensors[i].shape);
+        et[i].data = tensors[i].data;
+        et[i].size = tensors[i].size;
+    }
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    d->name = "test";
+    d->dir = "/nonexistent";
+    d->format = "safetensors";
+    d->runtime = "gpt_oss";
+    d->checked_config_json = config;
+    d->tensors = et;
+    d->tensor_count = n_tensors;
+}
+
 static double rel_l2(const float *a, const double *b, size_t n)
 {
     double num = 0, den = 0;
@@ -467,24 +489,8 @@ TEST(a_whole_model_matches_double_precision_at_every_position)
 {
     build_model();
     llmr_engine_tensor et[64];
-    for (size_t i = 0; i < n_tensors; i++) {
-        et[i].name = tensors[i].name;
-        et[i].dtype = tensors[i].dtype;
-        et[i].rank = tensors[i].rank;
-        memcpy(et[i].shape, tensors[i].shape, sizeof tensors[i].shape);
-        et[i].data = tensors[i].data;
-        et[i].size = tensors[i].size;
-    }
     llmr_engine_model_desc d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    d.name = "test";
-    d.dir = "/nonexistent";
-    d.format = "safetensors";
-    d.runtime = "gpt_oss";
-    d.checked_config_json = config;
-    d.tensor_count = n_tensors;
-    d.tensors = et;
+    describe_model(&d, et);
     gpt_model m;
     char err[512] = "";
     CHECK_EQ_INT(gpt_model_bind(&m, &d, 2, err), LLMR_OK);
@@ -533,23 +539,8 @@ TEST(a_missing_or_misshapen_tensor_is_named)
     n_tensors = 0;
     build_model();
     llmr_engine_tensor et[64];
-    for (size_t i = 0; i < n_tensors; i++) {
-        et[i].name = tensors[i].name;
-        et[i].dtype = tensors[i].dtype;
-        et[i].rank = tensors[i].rank;
-        memcpy(et[i].shape, tensors[i].shape, sizeof tensors[i].shape);
-        et[i].data = tensors[i].data;
-        et[i].size = tensors[i].size;
-    }
     llmr_engine_model_desc d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    d.name = "test";
-    d.dir = "/nonexistent";
-    d.format = "safetensors";
-    d.runtime = "gpt_oss";
-    d.checked_config_json = config;
-    d.tensors = et;
+    describe_model(&d, et);
     d.tensor_count = n_tensors - 1; /* the last: layer 1's down_proj_bias */
     gpt_model m;
     char err[512] = "";

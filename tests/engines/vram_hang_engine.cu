@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "llmr/engine.h"
+#include "llmr/engine_options.h"
 
 static const llmr_host_api *host;
 static thread_local char thread_error[512];
@@ -40,24 +41,11 @@ static void set_error(char *buf, const char *fmt, ...)
     va_end(ap);
 }
 
-static uint64_t option_u64(const char *json, const char *key, uint64_t def)
-{
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\"", key);
-    const char *p = json ? strstr(json, quoted) : NULL;
-    if (!p)
-        return def;
-    p += strlen(quoted);
-    while (*p == ' ' || *p == ':')
-        p++;
-    return *p >= '0' && *p <= '9' ? strtoull(p, NULL, 10) : def;
-}
-
 static uint64_t vram_bytes(const char *options_json)
 {
     const char *env = getenv("LLMR_VRAM_HANG_MIB");
     uint64_t def = env && *env ? strtoull(env, NULL, 10) : 8192;
-    return option_u64(options_json, "vram_mib", def) << 20;
+    return llmr_engine_option_u64(options_json, "vram_mib", def) << 20;
 }
 
 static void describe(llmr_engine_info *out)

@@ -8,17 +8,7 @@ set -u
 LLMR=${1:?usage: test_synth_cli.sh PATH_TO_LLMR}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-synth-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-# expect CODE DESCRIPTION -- COMMAND...: runs it, keeping stdout/stderr in $out/$err.
-expect() {
-  local want=$1 what=$2; shift 3
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
-  [[ $got -eq $want ]] || fail "$what: exit $got, wanted $want; stderr: $err"
-}
-has() { [[ "$1" == *"$2"* ]] || fail "$3: no \"$2\" in: $1"; }
+source "$(dirname "$0")/../cli/check_lib.sh"
 
 mkdir -p "$tmp/tok"
 echo '{"version": "1.0", "model": {"type": "BPE"}}' >"$tmp/tok/tokenizer.json"
@@ -85,8 +75,4 @@ expect 0 "tokenizer of a bundle" -- env -u LLMR_GPT_OSS_TOKENIZER_DIR \
   "$tmp/bundle/bin/llmr" model synth --preset gpt-oss-tiny --out "$tmp/b" --fill zeros
 has "$err" "tokenizer files from $tmp/bundle/bin/../data/gpt-oss" "the bundle's tokenizer used"
 
-if [[ $failures -gt 0 ]]; then
-  echo "$failures synth CLI checks failed" >&2
-  exit 1
-fi
-echo "all synth CLI checks passed"
+finish_checks synth
