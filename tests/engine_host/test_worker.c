@@ -272,9 +272,18 @@ TEST(cancel_ends_a_request_and_its_buffer_is_released)
     WAIT_FOR(done);
     CHECK_EQ_INT(got.finish, LLMR_ENGINE_FINISH_CANCELLED);
     CHECK(got.count < 200);
-    reset();
-    llmr_worker_send(w, LLMR_WIRE_PING, 0, NULL, 0);
-    WAIT_FOR(have_pong);
+    /* The last event is sent from inside the engine's callback; the engine frees the
+     * request's buffer once that callback returns, so the release is seen a moment
+     * later: ask again until it shows (or 5 s pass). */
+    uint64_t until = llmr_now_ms() + 5000;
+    do {
+        reset();
+        llmr_worker_send(w, LLMR_WIRE_PING, 0, NULL, 0);
+        WAIT_FOR(have_pong);
+        if (got.pong.in_flight == 0 && got.pong.host_alloc_bytes == idle_alloc)
+            break;
+        llmr_sleep_ms(5);
+    } while (llmr_now_ms() < until);
     CHECK_EQ_INT(got.pong.in_flight, 0);
     CHECK_EQ_INT(got.pong.host_alloc_bytes, idle_alloc);
     CHECK_EQ_INT(got.pong.ram_bytes, idle_ram);
