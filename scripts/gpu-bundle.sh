@@ -17,6 +17,9 @@ if [[ -x "$build/tools/gpu_probe/llmr-gpu-probe" ]]; then
 else
   echo "gpu-bundle: no llmr-gpu-probe in $build (built without nvcc?)" >&2
 fi
+if [[ -x "$build/tests/gpt-oss-kernel-check" ]]; then
+  cp "$build/tests/gpt-oss-kernel-check" "$out/bin/"
+fi
 # Libraries outside glibc and the CUDA driver: the GPU machine has those.
 for bin in "$out"/bin/*; do
   ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do

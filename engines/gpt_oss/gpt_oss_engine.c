@@ -1,11 +1,18 @@
 /* The gpt-oss engine plugin (runtime gpt_oss, safetensors with MXFP4 experts): the
- * engine ABI of include/llmr/engine.h over the CPU reference path (model.h,
- * cpu_forward.h, sampler.h).  Each request runs on a thread of its own: prefill of
- * the prompt, then one token at a time until a stop id (the request's or an EOS id
- * of generation_config.json), max_tokens, the end of the context, or a cancel.  The
- * matrix work of every request shares the model's thread pool.
+ * engine ABI of include/llmr/engine.h over two paths: CUDA (cuda/gpt_cuda.h, when the
+ * plugin was built with nvcc and the host gives it a GPU) and the CPU reference
+ * (model.h, cpu_forward.h).  Each request runs on a thread of its own: prefill of the
+ * prompt, then one token at a time until a stop id (the request's or an EOS id of
+ * generation_config.json), max_tokens, the end of the context, or a cancel.  On the
+ * CPU the matrix work of every request shares the model's thread pool; on the GPU
+ * requests take turns step by step.  Tokens are picked on the GPU when the request
+ * asks only for temperature (and logprob); penalties, top-k/top-p/min-p and top
+ * logprobs bring the logits row to the CPU sampler (sampler.h).
  *
- * Load options (options_json): "threads": CPU threads (default: all). */
+ * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
+ * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV pool
+ * holds (default 4); "kv_pool_mb": the pool's size instead; "ignore_eos": 1 generates
+ * through EOS ids (benchmarks). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -21,6 +28,9 @@
 #include "llmr/engine_options.h"
 #include "model.h"
 #include "sampler.h"
+#ifdef LLMR_GPT_CUDA
+#include "cuda/gpt_cuda.h"
+#endif
 
 #ifndef LLMR_PLUGIN_ID
 #define LLMR_PLUGIN_ID "gpt-oss"
@@ -46,6 +56,10 @@ struct llmr_engine_model {
     bool unloading;
     uint32_t context;
     uint64_t weight_bytes;
+    bool ignore_eos;
+#ifdef LLMR_GPT_CUDA
+    gpt_cuda *gpu; /* NULL: the CPU path */
+#endif
     char error[ERR_MAX];
 };
 
@@ -63,7 +77,12 @@ typedef struct request {
     void *user;
     atomic_bool cancel;
     bool done;
+    bool gpu_pick;        /* the GPU path may pick its tokens (no CPU-only option) */
+    float temperature;
+    uint64_t seed;
+    bool want_logprob;
     uint64_t cache_bytes; /* its KV cache now (under the model's lock) */
+    char error[ERR_MAX];
 } request;
 
 static void set_error(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -86,6 +105,9 @@ static void describe(llmr_engine_info *out)
     out->version = LLMR_PLUGIN_VERSION;
     out->capabilities = LLMR_ENGINE_CAP_CPU | LLMR_ENGINE_CAP_LOGPROBS | LLMR_ENGINE_CAP_CANCEL |
                         LLMR_ENGINE_CAP_BATCHING;
+#ifdef LLMR_GPT_CUDA
+    out->capabilities |= LLMR_ENGINE_CAP_CUDA;
+#endif
     out->max_top_logprobs = GPT_SAMPLER_MAX_TOP_LOGPROBS;
 }
 
@@ -106,6 +128,18 @@ static uint32_t context_of(const gpt_config *c, const llmr_engine_load_params *p
                                                                      : c->max_position;
 }
 
+/* The CUDA path runs when the plugin has it, the host gives a GPU and the options do
+ * not ask for the CPU. */
+static bool use_gpu(const llmr_engine_load_params *p)
+{
+#ifdef LLMR_GPT_CUDA
+    return p->gpu_index >= 0 && llmr_engine_option_u64(p->options_json, "cpu", 0) == 0;
+#else
+    (void)p;
+    return false;
+#endif
+}
+
 static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
                             llmr_engine_memory *out)
 {
@@ -117,11 +151,80 @@ static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engin
         return st;
     out->struct_size = sizeof *out;
     out->vram_bytes = 0;
+#ifdef LLMR_GPT_CUDA
+    if (use_gpu(p)) {
+        /* the weights, scratch and one sequence of full context; the mapped files
+         * stay in the page cache, which the host does not count against RAM */
+        out->vram_bytes = gpt_cuda_estimate(&c, desc->total_bytes, context_of(&c, p));
+        out->ram_bytes = gpt_model_ram_estimate(&c, 0, 0);
+        return LLMR_OK;
+    }
+#endif
     /* The weights are read in place from the page cache; a request's cache grows
      * with its tokens: count one request of INITIAL_CACHE positions each. */
     out->ram_bytes = desc->total_bytes + gpt_model_ram_estimate(&c, INITIAL_CACHE, CPU_MAX_BATCH);
-    (void)p;
     return LLMR_OK;
+}
+
+#ifdef LLMR_GPT_CUDA
+typedef struct upload_progress {
+    const char *name;
+    uint64_t started_ns;
+} upload_progress;
+
+static void log_upload(void *user, uint64_t done, uint64_t total)
+{
+    const upload_progress *u = user;
+    char line[256];
+    double s = (double)(host->now_ns(host->ctx) - u->started_ns) / 1e9;
+    snprintf(line, sizeof line, "%s: weights to the GPU: %.1f of %.1f GB (%.0f%%), %.1f s",
+             u->name, done / 1e9, total / 1e9, total ? 100.0 * done / total : 100.0, s);
+    host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
+}
+
+/* The CUDA path for a bound model.  UNSUPPORTED (a shape or GPU it does not take)
+ * leaves e->gpu NULL and returns OK after a warning: the CPU path runs instead. */
+static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *desc,
+                            const llmr_engine_load_params *p)
+{
+    upload_progress up = {desc->name, host->now_ns(host->ctx)};
+    gpt_cuda_params gp = {0};
+    gp.device = p->gpu_index;
+    gp.context = e->context;
+    gp.sequences = (uint32_t)llmr_engine_option_u64(p->options_json, "sequences", 0);
+    gp.kv_pool_bytes = llmr_engine_option_u64(p->options_json, "kv_pool_mb", 0) << 20;
+    gp.vram_budget = p->vram_budget;
+    gp.progress = log_upload;
+    gp.user = &up;
+    llmr_status st = gpt_cuda_load(&e->m, &gp, &e->gpu, thread_error);
+    char line[ERR_MAX + 128];
+    if (st == LLMR_UNSUPPORTED) {
+        snprintf(line, sizeof line, "%s: %s; running on the CPU", desc->name, thread_error);
+        host->log(host->ctx, LLMR_ENGINE_LOG_WARN, line);
+        return LLMR_OK;
+    }
+    if (st != LLMR_OK)
+        return st;
+    e->context = gpt_cuda_context(e->gpu);
+    snprintf(line, sizeof line,
+             "%s: %u layers on %s in %.2f s: %.2f GB of VRAM with a KV pool for %u requests "
+             "of %u tokens",
+             desc->name, e->m.cfg.layers, gpt_cuda_device_name(e->gpu),
+             (double)(host->now_ns(host->ctx) - up.started_ns) / 1e9,
+             gpt_cuda_vram_bytes(e->gpu) / 1e9, gpt_cuda_sequences(e->gpu), e->context);
+    host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
+    return LLMR_OK;
+}
+#endif
+
+static bool on_gpu(const llmr_engine_model *e)
+{
+#ifdef LLMR_GPT_CUDA
+    return e->gpu != NULL;
+#else
+    (void)e;
+    return false;
+#endif
 }
 
 static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
@@ -146,11 +249,23 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     pthread_cond_init(&e->changed, NULL);
     e->context = context_of(&e->m.cfg, p);
     e->weight_bytes = desc->total_bytes;
-    char line[256];
-    snprintf(line, sizeof line, "%s: %u layers, hidden %u, %u experts, CPU path on %u threads",
-             desc->name, e->m.cfg.layers, e->m.cfg.hidden, e->m.cfg.experts,
-             gpt_pool_threads(e->m.pool));
-    host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
+    e->ignore_eos = llmr_engine_option_u64(p->options_json, "ignore_eos", 0) != 0;
+#ifdef LLMR_GPT_CUDA
+    if (use_gpu(p) && (st = load_gpu(e, desc, p)) != LLMR_OK) {
+        gpt_model_free(&e->m);
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->changed);
+        free(e);
+        return st;
+    }
+#endif
+    if (!on_gpu(e)) {
+        char line[256];
+        snprintf(line, sizeof line, "%s: %u layers, hidden %u, %u experts, CPU path on %u threads",
+                 desc->name, e->m.cfg.layers, e->m.cfg.hidden, e->m.cfg.experts,
+                 gpt_pool_threads(e->m.pool));
+        host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
+    }
     *out = e;
     return LLMR_OK;
 }
@@ -160,6 +275,10 @@ static llmr_status model_info(const llmr_engine_model *e, llmr_engine_model_info
     out->struct_size = sizeof *out;
     out->context_length = e->context;
     out->max_batch = CPU_MAX_BATCH;
+#ifdef LLMR_GPT_CUDA
+    if (e->gpu)
+        out->max_batch = gpt_cuda_sequences(e->gpu);
+#endif
     out->vocab_size = e->m.cfg.vocab;
     return LLMR_OK;
 }
@@ -177,7 +296,7 @@ static bool is_stop(const request *r, int32_t id)
         if (r->stop_ids[i] == id)
             return true;
     const gpt_config *c = &r->model->m.cfg;
-    for (uint32_t i = 0; i < c->n_eos; i++)
+    for (uint32_t i = 0; !r->model->ignore_eos && i < c->n_eos; i++)
         if (c->eos[i] == id)
             return true;
     return false;
@@ -207,27 +326,116 @@ static void end_with_error(request *r, llmr_status st, const char *message)
     request_end(r, &ev);
 }
 
+/* One request's model state on either path, and its three moves: run the prompt
+ * and choose the first token, run a chosen token and choose the next, close. */
+typedef struct stepper {
+    request *r;
+    gpt_state cpu;
+    bool cpu_open;
+#ifdef LLMR_GPT_CUDA
+    gpt_cuda_seq *seq;
+#endif
+    float *logits; /* a row for the CPU sampler */
+} stepper;
+
+static llmr_status step_open(stepper *sp, request *r, uint32_t max_tokens)
+{
+    llmr_engine_model *e = r->model;
+    memset(sp, 0, sizeof *sp);
+    sp->r = r;
+    bool need_row = !on_gpu(e) || !r->gpu_pick;
+    if (need_row && !(sp->logits = malloc((size_t)e->m.cfg.vocab * sizeof *sp->logits))) {
+        set_error(r->error, "out of memory for a row of logits");
+        return LLMR_OOM_RAM;
+    }
+#ifdef LLMR_GPT_CUDA
+    if (e->gpu)
+        return gpt_cuda_seq_open(e->gpu, max_tokens, &sp->seq, r->error);
+#endif
+    uint32_t limit = max_tokens - r->prompt_len;
+    uint32_t initial = r->prompt_len + (limit < INITIAL_CACHE ? limit : INITIAL_CACHE);
+    llmr_status st = gpt_state_init(&sp->cpu, &e->m, max_tokens, initial, host);
+    sp->cpu_open = st == LLMR_OK;
+    if (st != LLMR_OK)
+        set_error(r->error, "not enough memory for the request's KV cache");
+    return st;
+}
+
+static uint64_t step_bytes(const stepper *sp)
+{
+#ifdef LLMR_GPT_CUDA
+    if (sp->seq)
+        return gpt_cuda_seq_bytes(sp->seq);
+#endif
+    return sp->cpu_open ? sp->cpu.bytes : 0;
+}
+
+static void step_close(stepper *sp)
+{
+#ifdef LLMR_GPT_CUDA
+    gpt_cuda_seq_close(sp->seq);
+    sp->seq = NULL;
+#endif
+    if (sp->cpu_open)
+        gpt_state_free(&sp->cpu);
+    sp->cpu_open = false;
+    free(sp->logits);
+    sp->logits = NULL;
+}
+
+/* Runs ids (the prompt, or the last chosen token) and chooses the next token into
+ * smp.  first: ids is the prompt. */
+static llmr_status step_run(stepper *sp, const int32_t *ids, uint32_t n, bool first,
+                            gpt_sample *smp)
+{
+    request *r = sp->r;
+    llmr_status st;
+#ifdef LLMR_GPT_CUDA
+    if (sp->seq) {
+        if (r->gpu_pick) {
+            gpt_cuda_sampling pick = {r->temperature, r->seed};
+            memset(smp, 0, sizeof *smp);
+            st = first ? gpt_cuda_prefill(sp->seq, ids, n, NULL, 0, &pick, &smp->id,
+                                          &smp->logprob, r->error)
+                       : gpt_cuda_decode(sp->seq, -1, NULL, &smp->id, &smp->logprob, r->error);
+            if (!r->want_logprob)
+                smp->logprob = 0;
+            return st;
+        }
+        st = first ? gpt_cuda_prefill(sp->seq, ids, n, sp->logits, 1, NULL, NULL, NULL, r->error)
+                   : gpt_cuda_decode(sp->seq, ids[0], sp->logits, NULL, NULL, r->error);
+        if (st == LLMR_OK)
+            gpt_sampler_sample(r->sampler, sp->logits, smp);
+        return st;
+    }
+#endif
+    (void)first;
+    st = gpt_forward(&sp->cpu, ids, n, sp->logits, 1);
+    if (st != LLMR_OK)
+        set_error(r->error, "the forward pass failed (%s)",
+                  st == LLMR_OOM_RAM ? "out of memory" : "past the context");
+    else
+        gpt_sampler_sample(r->sampler, sp->logits, smp);
+    return st;
+}
+
 static void *run_request(void *arg)
 {
     request *r = arg;
     llmr_engine_model *e = r->model;
-    const gpt_config *c = &e->m.cfg;
     uint32_t limit = e->context - r->prompt_len; /* tokens that fit after the prompt */
     if (r->max_tokens && r->max_tokens < limit)
         limit = r->max_tokens;
-    gpt_state st;
-    float *logits = malloc((size_t)c->vocab * sizeof *logits);
-    uint32_t initial = r->prompt_len + (limit < INITIAL_CACHE ? limit : INITIAL_CACHE);
-    llmr_status s = logits ? gpt_state_init(&st, &e->m, r->prompt_len + limit, initial, host)
-                           : LLMR_OOM_RAM;
+    stepper sp;
+    llmr_status s = step_open(&sp, r, r->prompt_len + limit);
     if (s != LLMR_OK) {
-        free(logits);
-        end_with_error(r, s, "not enough memory for the request's KV cache");
+        step_close(&sp);
+        end_with_error(r, s, r->error);
         return NULL;
     }
-    s = gpt_forward(&st, r->prompt, r->prompt_len, logits, 1);
-    llmr_engine_token ev;
     gpt_sample smp; /* the last event points into it */
+    s = step_run(&sp, r->prompt, r->prompt_len, true, &smp);
+    llmr_engine_token ev;
     for (uint32_t i = 0; s == LLMR_OK; i++) {
         memset(&ev, 0, sizeof ev);
         ev.struct_size = sizeof ev;
@@ -235,14 +443,13 @@ static void *run_request(void *arg)
         ev.index = i;
         pthread_mutex_lock(&e->lock);
         bool stop_now = atomic_load(&r->cancel) || e->unloading;
-        r->cache_bytes = st.bytes;
+        r->cache_bytes = step_bytes(&sp);
         pthread_mutex_unlock(&e->lock);
         if (stop_now) {
             ev.id = -1;
             ev.finish = LLMR_ENGINE_FINISH_CANCELLED;
             break;
         }
-        gpt_sampler_sample(r->sampler, logits, &smp);
         ev.id = smp.id;
         ev.logprob = smp.logprob;
         ev.top_count = smp.top_count;
@@ -257,15 +464,15 @@ static void *run_request(void *arg)
             break;
         if (r->on_token(r->user, &ev) != 0)
             atomic_store(&r->cancel, true);
-        s = gpt_forward(&st, &smp.id, 1, logits, 1);
+        int32_t id = smp.id;
+        s = step_run(&sp, &id, 1, false, &smp);
     }
-    gpt_state_free(&st);
-    free(logits);
+    step_close(&sp);
     pthread_mutex_lock(&e->lock);
     r->cache_bytes = 0; /* released before the last event, as the ABI says */
     pthread_mutex_unlock(&e->lock);
     if (s != LLMR_OK)
-        end_with_error(r, s, "the forward pass failed (out of memory or past the context)");
+        end_with_error(r, s, r->error);
     else
         request_end(r, &ev);
     return NULL;
@@ -327,6 +534,14 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
         r->on_token = on_token;
         r->user = user;
         r->sampler = gpt_sampler_create(&sp, c->vocab, p->prompt, p->prompt_len, &why);
+        /* what the GPU's pick does: temperature (greedy below 1e-5) and the logprob */
+        r->gpu_pick = p->top_p >= 1.0f && (p->top_k == 0 || p->top_k >= c->vocab) &&
+                      p->min_p <= 0.0f && p->repetition_penalty == 1.0f &&
+                      p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f &&
+                      p->top_logprobs == 0;
+        r->temperature = p->temperature;
+        r->seed = p->seed;
+        r->want_logprob = p->logprobs != 0;
     }
     if (!r || !r->prompt || !r->stop_ids || !r->sampler) {
         set_error(e->error, "%s", why ? why : "out of memory");
@@ -373,6 +588,12 @@ static llmr_status memory(const llmr_engine_model *ce, llmr_engine_memory *out)
     out->struct_size = sizeof *out;
     out->vram_bytes = 0;
     out->ram_bytes = cache + gpt_model_ram_estimate(&e->m.cfg, 0, 0);
+#ifdef LLMR_GPT_CUDA
+    if (e->gpu) { /* the KV pool is allocated once: requests take slices of it */
+        out->vram_bytes = gpt_cuda_vram_bytes(e->gpu);
+        out->ram_bytes = gpt_model_ram_estimate(&e->m.cfg, 0, 0);
+    }
+#endif
     return LLMR_OK;
 }
 
@@ -384,6 +605,16 @@ static llmr_status logits_of(llmr_engine_model *e, const int32_t *ids, uint32_t 
                   e->context);
         return LLMR_UNSUPPORTED;
     }
+#ifdef LLMR_GPT_CUDA
+    if (e->gpu) {
+        gpt_cuda_seq *seq = NULL;
+        llmr_status gs = gpt_cuda_seq_open(e->gpu, n, &seq, e->error);
+        if (gs == LLMR_OK)
+            gs = gpt_cuda_prefill(seq, ids, n, out, n - first, NULL, NULL, NULL, e->error);
+        gpt_cuda_seq_close(seq);
+        return gs;
+    }
+#endif
     gpt_state st;
     llmr_status s = gpt_state_init(&st, &e->m, n, n, NULL);
     if (s == LLMR_OK)
@@ -405,6 +636,9 @@ static void unload(llmr_engine_model *e)
             pthread_cond_wait(&e->changed, &e->lock);
     }
     pthread_mutex_unlock(&e->lock);
+#ifdef LLMR_GPT_CUDA
+    gpt_cuda_free(e->gpu);
+#endif
     gpt_model_free(&e->m);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->changed);

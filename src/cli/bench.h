@@ -6,5 +6,7 @@
 
 /* `llmr bench ipc`: bench_ipc.c.  argv[0] is "ipc". */
 int llmr_bench_ipc(int argc, char **argv, const llmr_config *cfg);
+/* `llmr bench engine DIR`: bench_engine.c.  argv[0] is "engine". */
+int llmr_bench_engine(int argc, char **argv, const llmr_config *cfg);
 
 #endif

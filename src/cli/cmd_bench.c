@@ -18,7 +18,10 @@ static void help(FILE *out)
     fprintf(out,
             "usage: llmr bench inspect DIR [--runs N] [--format safetensors|gguf]\n"
             "       llmr bench tokenizer --tokenizer FILE --corpus FILE [--runs N]\n"
-            "       llmr bench ipc [--tokens N] [--runs N]\n\n"
+            "       llmr bench ipc [--tokens N] [--runs N]\n"
+            "       llmr bench engine DIR [--prompts 128,1024,4096] [--contexts 0,4096,32768]\n"
+            "                  [--decode-tokens N] [--ttft-prompt N] [--runs N] [--context N]\n"
+            "                  [--options JSON] [--seed N] [--json FILE]\n\n"
             "inspect: times llmr inspect's work on DIR N times (default 20) in this process\n"
             "and prints the first run, min, median and max in milliseconds, as JSON.\n\n"
             "tokenizer: loads FILE N times (default 5) and encodes and decodes the whole\n"
@@ -29,7 +32,22 @@ static void help(FILE *out)
             "worker behind the engine host, N runs each (default 5); prints throughputs,\n"
             "the difference per token and the latency from the engine's sampling to the\n"
             "node's callback, as JSON (and a table on stderr).  Needs the loopback plugin\n"
-            "in the plugin directories.\n");
+            "in the plugin directories.\n\n"
+            "engine: loads the model in DIR in this process with the engine that would serve\n"
+            "it (as llmr run does; --options are its load options, to which \"ignore_eos\":1 is\n"
+            "added) and times, through the engine ABI, with greedy requests of random token\n"
+            "ids (--seed, default 1), after one warm-up request:\n"
+            "  load      seconds from the start of the load to a loaded model;\n"
+            "  prefill   P / TTFT for each prompt length P of --prompts, one token asked;\n"
+            "  TTFT      from submit to the first token, --ttft-prompt tokens (default 100);\n"
+            "  decode    tokens per second over --decode-tokens (default 128) tokens after\n"
+            "            the first, for each context C of --contexts (prompt max(C, 16));\n"
+            "  memory    what the engine says it holds (VRAM, RAM) and the peak of the GPU's\n"
+            "            used memory as NVML reports it (every process on it; null on the CPU).\n"
+            "Each figure is the median of --runs (default 3).  The model is loaded with\n"
+            "--context tokens (default: enough for the largest prompt or context plus the\n"
+            "decode tokens and 16); what does not fit is skipped and said so.  Prints a table\n"
+            "on stderr and one JSON object on stdout (also to --json FILE).\n");
 }
 
 static double now_ms(void)
@@ -225,8 +243,11 @@ static int run(int argc, char **argv, const llmr_config *config)
         return llmr_bench_ipc(argc - 1, argv + 1, config);
     if (argc >= 2 && strcmp(argv[1], "tokenizer") == 0)
         return bench_tokenizer(argc - 1, argv + 1);
-    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, ipc)");
+    if (argc >= 2 && strcmp(argv[1], "engine") == 0)
+        return llmr_bench_engine(argc - 1, argv + 1, config);
+    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, ipc, engine)");
     return LLMR_EXIT_USAGE;
 }
 
-const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect, tokenizer, ipc", run, help};
+const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect, tokenizer, ipc, engine", run,
+                                     help};

@@ -12,12 +12,16 @@
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr logits DIR --ids 1,2,3 [--top K] [--all FILE] [--context N]\n\n"
+            "usage: llmr logits DIR --ids 1,2,3 [--top K] [--all FILE] [--context N]\n"
+            "                   [--options JSON]\n\n"
             "Runs the token ids through the model in DIR with the engine that would serve it\n"
             "(loaded in this process; the engine must offer logits) and prints the logits of\n"
             "the last position, one number per line (vocab_size lines), or with --top K the K\n"
             "largest as \"id logit\" lines.  --all FILE writes the logits of every position\n"
-            "instead: little-endian float32, ids x vocab_size, row by row.\n");
+            "instead: little-endian float32, ids x vocab_size, row by row.\n\n"
+            "  --context N     tokens of context to load the model with (default: the model's)\n"
+            "  --options JSON  the engine's load options, a JSON object; for gpt-oss e.g.\n"
+            "                  '{\"cpu\":1}' (the CPU path even with a GPU), '{\"threads\":8}'\n");
 }
 
 typedef struct scored {
@@ -35,7 +39,7 @@ static int by_logit(const void *a, const void *b)
 
 static int run(int argc, char **argv, const llmr_config *cfg)
 {
-    const char *dir = NULL, *ids_text = NULL, *all_path = NULL;
+    const char *dir = NULL, *ids_text = NULL, *all_path = NULL, *options_text = NULL;
     long top = 0, context = 0;
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
@@ -48,6 +52,8 @@ static int run(int argc, char **argv, const llmr_config *cfg)
             top = strtol(v, NULL, 10);
         else if (llmr_cli_option(argc, argv, &i, "--context", &v, &bad))
             context = strtol(v, NULL, 10);
+        else if (llmr_cli_option(argc, argv, &i, "--options", &v, &bad))
+            options_text = v;
         else if (!bad && argv[i][0] != '-' && !dir)
             dir = argv[i];
         else if (!bad) {
@@ -69,14 +75,22 @@ static int run(int argc, char **argv, const llmr_config *cfg)
         llmr_cli_error("logits", "--top and --context take whole numbers");
         bad = true;
     }
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    char *options = NULL;
+    if (!bad && llmr_local_engine_options(options_text, NULL, &options, &err) != LLMR_OK) {
+        llmr_cli_error("logits", "--options: %s", llmr_strbuf_cstr(&err));
+        bad = true;
+    }
     if (bad) {
+        llmr_strbuf_free(&err);
         free(ids);
         return LLMR_EXIT_USAGE;
     }
     llmr_local_engine e;
-    llmr_strbuf err = LLMR_STRBUF_INIT;
     int rc = LLMR_EXIT_FAILED;
-    if (llmr_local_engine_open(cfg, dir, NULL, (uint32_t)context, &e, &err) != LLMR_OK) {
+    llmr_status opened = llmr_local_engine_open(cfg, dir, options, (uint32_t)context, &e, &err);
+    free(options);
+    if (opened != LLMR_OK) {
         llmr_cli_error("logits", "%s", llmr_strbuf_cstr(&err));
         llmr_strbuf_free(&err);
         free(ids);

@@ -19,14 +19,16 @@ static void help(FILE *out)
     fprintf(out,
             "usage: llmr run DIR (--prompt TEXT | --prompt-ids 1,2,3) [--system TEXT] [--raw]\n"
             "                [--max-tokens N] [--temperature T] [--top-p P] [--top-k K]\n"
-            "                [--seed S] [--json]\n\n"
+            "                [--seed S] [--json] [--options JSON]\n\n"
             "Generates with the model in DIR, loaded in this process by the engine that would\n"
             "serve it, and streams the text to stdout.  --prompt is put in the model's chat\n"
             "format (gpt-oss: the harmony format, with --system as its instructions) unless\n"
             "--raw, then tokenized with DIR/tokenizer.json; --prompt-ids gives the tokens.\n\n"
             "  --max-tokens N   default 256\n"
             "  --temperature T  default 1.0; 0 is greedy (the same output every time)\n"
-            "  --json           one JSON line per token (index, id, text, logprob), then the end\n");
+            "  --json           one JSON line per token (index, id, text, logprob), then the end\n"
+            "  --options JSON   the engine's load options, a JSON object; for gpt-oss e.g.\n"
+            "                   '{\"cpu\":1}' (the CPU path even with a GPU), '{\"threads\":8}'\n");
 }
 
 typedef struct stream {
@@ -93,7 +95,7 @@ static const char *finish_name(uint32_t f)
 
 static int run(int argc, char **argv, const llmr_config *cfg)
 {
-    const char *dir = NULL, *prompt = NULL, *ids_text = NULL, *system = NULL;
+    const char *dir = NULL, *prompt = NULL, *ids_text = NULL, *system = NULL, *options_text = NULL;
     bool raw = false, json = false, bad = false;
     llmr_engine_request_params p = llmr_engine_request_default_params();
     p.max_tokens = 256;
@@ -119,6 +121,8 @@ static int run(int argc, char **argv, const llmr_config *cfg)
             p.top_k = (uint32_t)strtoul(v, NULL, 10);
         else if (llmr_cli_option(argc, argv, &i, "--seed", &v, &bad))
             p.seed = strtoull(v, NULL, 10);
+        else if (llmr_cli_option(argc, argv, &i, "--options", &v, &bad))
+            options_text = v;
         else if (!bad && argv[i][0] != '-' && !dir)
             dir = argv[i];
         else if (!bad) {
@@ -130,15 +134,23 @@ static int run(int argc, char **argv, const llmr_config *cfg)
         llmr_cli_error("run", "DIR and one of --prompt or --prompt-ids are required");
         bad = true;
     }
-    if (bad)
-        return LLMR_EXIT_USAGE;
-
     llmr_strbuf err = LLMR_STRBUF_INIT;
+    char *options = NULL;
+    if (!bad && llmr_local_engine_options(options_text, NULL, &options, &err) != LLMR_OK) {
+        llmr_cli_error("run", "--options: %s", llmr_strbuf_cstr(&err));
+        bad = true;
+    }
+    if (bad) {
+        llmr_strbuf_free(&err);
+        return LLMR_EXIT_USAGE;
+    }
+
     llmr_tokenizer *tok = NULL;
     char *tok_path = llmr_path_join(dir, "tokenizer.json");
     if (!tok_path || llmr_tokenizer_load_file(tok_path, &tok, &err) != LLMR_OK) {
         llmr_cli_error("run", "%s: %s", tok_path ? tok_path : dir, llmr_strbuf_cstr(&err));
         free(tok_path);
+        free(options);
         llmr_strbuf_free(&err);
         return LLMR_EXIT_FAILED;
     }
@@ -175,7 +187,7 @@ static int run(int argc, char **argv, const llmr_config *cfg)
             given[i] = (int32_t)ids.data[i];
     }
     llmr_local_engine e;
-    if (llmr_local_engine_open(cfg, dir, NULL, 0, &e, &err) != LLMR_OK) {
+    if (llmr_local_engine_open(cfg, dir, options, 0, &e, &err) != LLMR_OK) {
         llmr_cli_error("run", "%s", llmr_strbuf_cstr(&err));
         goto out;
     }
@@ -212,6 +224,7 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     pthread_cond_destroy(&s.done_cond);
     llmr_local_engine_close(&e);
 out:
+    free(options);
     free(given);
     llmr_ids_free(&ids);
     llmr_tokenizer_free(tok);

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "common/json_util.h"
 #include "engine_host/engine_registry.h"
 #include "engine_host/host_services.h"
 #include "engine_host/nvml.h"
@@ -88,4 +89,38 @@ void llmr_local_engine_close(llmr_local_engine *e)
     e->model = NULL;
     llmr_model_desc_close(&e->desc);
     /* The plugin stays mapped until the process ends: its threads may be finishing. */
+}
+
+llmr_status llmr_local_engine_options(const char *text, json_t *add, char **out,
+                                      llmr_strbuf *err)
+{
+    *out = NULL;
+    if (!text && !add)
+        return LLMR_OK;
+    llmr_strbuf why = LLMR_STRBUF_INIT;
+    json_t *o = text ? llmr_json_parse(text, strlen(text), &why) : json_object();
+    if (!json_is_object(o)) {
+        if (o) {
+            llmr_strbuf_puts(&why, "got ");
+            llmr_json_describe(&why, o);
+        }
+        llmr_strbuf_printf(err, "the engine options are not a JSON object: %s",
+                           llmr_strbuf_cstr(&why));
+        llmr_strbuf_free(&why);
+        json_decref(o);
+        return LLMR_INVALID_ARGUMENT;
+    }
+    llmr_strbuf_free(&why);
+    if (add && json_object_update(o, add) != 0) {
+        json_decref(o);
+        llmr_strbuf_puts(err, "out of memory for the engine options");
+        return LLMR_OOM_RAM;
+    }
+    *out = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!*out) {
+        llmr_strbuf_puts(err, "out of memory for the engine options");
+        return LLMR_OOM_RAM;
+    }
+    return LLMR_OK;
 }

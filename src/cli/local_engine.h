@@ -1,9 +1,12 @@
 /* An engine in this process, for the tools that run a model directly (`llmr run`,
- * `llmr logits`): the model's files checked and mapped, the best installed plugin
- * for it chosen as the node would (format, runtime, architecture, the GPU NVML
- * reports), opened, and the model loaded. */
+ * `llmr logits`, `llmr bench engine`): the model's files checked and mapped, the best
+ * installed plugin for it chosen as the node would (format, runtime, architecture,
+ * the GPU NVML reports), opened, and the model loaded; and the --options text those
+ * tools pass it, checked. */
 #ifndef LLMR_CLI_LOCAL_ENGINE_H
 #define LLMR_CLI_LOCAL_ENGINE_H
+
+#include <jansson.h>
 
 #include "common/config.h"
 #include "engine_host/model_desc.h"
@@ -23,5 +26,13 @@ llmr_status llmr_local_engine_open(const llmr_config *cfg, const char *dir,
                                    const char *options_json, uint32_t context,
                                    llmr_local_engine *out, llmr_strbuf *err);
 void llmr_local_engine_close(llmr_local_engine *e);
+
+/* The text of an --options flag made into an engine's load options: checked to be a
+ * JSON object, each member of `add` (an object, or NULL) set over it, and written
+ * compact as the node passes options, into *out (malloc'd; NULL when text and add are
+ * both NULL).  INVALID_ARGUMENT with a sentence in err when text is not a JSON
+ * object. */
+llmr_status llmr_local_engine_options(const char *text, json_t *add, char **out,
+                                      llmr_strbuf *err);
 
 #endif

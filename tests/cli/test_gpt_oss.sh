@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The gpt-oss engine's CPU path end to end on a synthetic tiny model: it generates
 # through `llmr run` and through a node, greedy decoding is the same every time and
-# the same both ways, `llmr logits` answers, and broken snapshots (a missing shard, a
-# tensor of the wrong shape, a config the engine cannot run) are refused naming what
-# is wrong.  Needs the gpt-oss tokenizer: the shared data's, or the one the build
-# fetched; skips (77) without either.
+# the same both ways, `llmr logits` answers, engine --options reach the engine (and
+# what is not a JSON object is refused), `llmr bench engine` reports its figures as
+# JSON, and broken snapshots (a missing shard, a tensor of the wrong shape, a config
+# the engine cannot run) are refused naming what is wrong.  Needs the gpt-oss
+# tokenizer: the shared data's, or the one the build fetched; skips (77) without
+# either.
 # Usage: test_gpt_oss.sh PATH_TO_LLMR
 set -u
 LLMR=${1:?usage: test_gpt_oss.sh PATH_TO_LLMR}
@@ -44,6 +46,47 @@ expect 0 "logits" -- "$LLMR" logits "$model" --ids 5,17,300 --top 5
 [[ $(wc -l <<<"$out") -eq 5 ]] || fail "five top logits: $out"
 top=$(head -1 <<<"$out" | cut -d' ' -f1)
 [[ $top == $(cut -d' ' -f1 <<<"$first") ]] || fail "the top logit ($top) is not the greedy first token ($first)"
+expect 0 "logits with engine options" -- "$LLMR" logits "$model" --ids 5,17,300 --top 1 --options '{"cpu":1,"threads":1}'
+[[ $(cut -d' ' -f1 <<<"$out") == "$top" ]] || fail "--options changed the top logit: $out / $top"
+expect 0 "run with engine options" -- "$LLMR" run "$model" --prompt-ids 5,17,300 --temperature 0 --max-tokens 12 --json --options '{"threads":1}'
+[[ $(ids_of <<<"$out") == "$first" ]] || fail "--options changed the greedy tokens: $(ids_of <<<"$out") / $first"
+expect 2 "logits with options that are not an object" -- "$LLMR" logits "$model" --ids 5 --options '[1]'
+has "$err" "not a JSON object" "the options are refused saying why"
+expect 2 "run with options that are not JSON" -- "$LLMR" run "$model" --prompt-ids 5 --options '{"cpu":'
+has "$err" "--options" "the flag is named"
+
+# The engine benchmark: one JSON object on stdout with positive figures, a table on
+# stderr, what does not fit the context skipped, and usage errors for bad options.
+bench=(bench engine "$model" --prompts 8,32 --contexts 0,64 --decode-tokens 8 --runs 1 --ttft-prompt 8)
+expect 0 "bench engine" -- "$LLMR" "${bench[@]}" --json "$tmp/bench.json"
+python3 - "$out" "$tmp/bench.json" <<'PY' || fail "bench engine JSON: $out"
+import json, sys
+r = json.loads(sys.argv[1])
+assert json.load(open(sys.argv[2])) == r, "--json FILE differs from stdout"
+assert r["benchmark"] == "engine" and r["model"] == "tiny" and r["engine"].startswith("gpt-oss"), r
+assert [p["prompt"] for p in r["prefill"]] == [8, 32], r["prefill"]
+assert all(p["tok_s"] > 0 and p["ttft_ms"] > 0 for p in r["prefill"]), r["prefill"]
+assert [d["context"] for d in r["decode"]] == [0, 64], r["decode"]
+assert all(d["tok_s"] > 0 and d["ms_per_token"] > 0 for d in r["decode"]), r["decode"]
+assert r["ttft_ms"] > 0 and r["ttft_prompt"] == 8 and r["runs"] == 1 and r["load_s"] > 0, r
+assert r["ram_bytes"] > 0 and "vram_bytes" in r and "peak_vram_used_bytes" in r, r
+assert r["context"] >= 64 + 8 + 1 and r["skipped"] == [], r
+PY
+has "$err" "decode at 64" "the table on stderr"
+expect 0 "bench engine with a short context" -- "$LLMR" "${bench[@]}" --context 40
+python3 - "$out" <<'PY' || fail "bench engine skips what does not fit: $out"
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["context"] == 40 and [d["context"] for d in r["decode"]] == [0], r
+assert r["skipped"] == [{"what": "decode", "size": 64, "needs": 73}], r["skipped"]
+PY
+has "$err" "skipped" "the table says what was skipped"
+expect 2 "bench engine --runs 0" -- "$LLMR" "${bench[@]}" --runs 0
+has "$err" "--runs" "the bad option is named"
+expect 2 "bench engine --prompts 0" -- "$LLMR" bench engine "$model" --prompts 0,8
+expect 2 "bench engine --options not an object" -- "$LLMR" "${bench[@]}" --options 5
+expect 2 "bench engine without DIR" -- "$LLMR" bench engine --runs 1
+expect 2 "bench engine, an unknown option" -- "$LLMR" "${bench[@]}" --frobnicate
 
 # The same through a node: the same tokens.
 LLMR_DATA_DIR="$tmp/data" LLMR_LOG_LEVEL=warn "$LLMR" node >"$tmp/node.log" 2>&1 &

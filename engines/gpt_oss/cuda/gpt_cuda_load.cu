@@ -1,0 +1,600 @@
+/* Loading the gpt-oss model onto a GPU: shape checks, the weights uploaded from the
+ * mapped safetensors through two pinned staging buffers (the CPU threads copy one
+ * while the GPU pulls the other), the RoPE table, the scratch, and the KV pool sized
+ * from what VRAM is left.  Also the VRAM arithmetic the engine's estimate uses.
+ * See gpt_cuda.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt_cuda_impl.cuh"
+
+#define STAGING_BYTES (64u << 20)
+#define POOL_RESERVE (256ull << 20) /* VRAM left free for the runtime and graphs */
+#define MIN_CONTEXT 256u
+
+static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, 512, fmt, ap);
+    va_end(ap);
+}
+
+llmr_status gpt_cuda_fail(char *err, const char *what, cudaError_t e)
+{
+    set_err(err, "%s: CUDA error %d (%s)", what, (int)e, cudaGetErrorString(e));
+    return e == cudaErrorMemoryAllocation ? LLMR_OOM_VRAM : LLMR_INTERNAL;
+}
+
+/* ---- sizes --------------------------------------------------------------------------- */
+
+static uint64_t align256(uint64_t n)
+{
+    return (n + 255) & ~255ull;
+}
+
+uint64_t gpt_cuda_seq_bytes_for(const gpt_config *c, uint32_t max_tokens)
+{
+    uint64_t total = align256(state_block_bytes(c));
+    for (uint32_t l = 0; l < c->layers; l++) {
+        bool ring = c->sliding[l] && c->window && c->window < max_tokens;
+        uint64_t cap = ring ? c->window : max_tokens;
+        total += 2 * align256(cap * c->kv_heads * c->head_dim * sizeof(f16));
+    }
+    return total;
+}
+
+static uint32_t qkv_rows(const gpt_config *c)
+{
+    return (c->heads + 2 * c->kv_heads) * c->head_dim;
+}
+
+static uint64_t scratch_bytes(const gpt_config *c, uint32_t T)
+{
+    uint64_t H = c->hidden, Q = (uint64_t)c->heads * c->head_dim,
+             KV = (uint64_t)c->kv_heads * c->head_dim, k = c->top_k;
+    uint64_t pf = T * 4 + 2 * T * H * 4 + T * qkv_rows(c) * 4ull + T * k * H * 4 +
+                  (uint64_t)GPT_CUDA_LOGIT_ROWS * c->vocab * 4 + T * H * 2 + T * Q * 2 +
+                  2 * T * KV * 2 + T * Q * 2 + T * k * c->inter * 2 + 4 * T * k * 4 +
+                  (2 * c->experts + 1) * 4;
+    uint64_t dc = (2 * H + qkv_rows(c) + Q + GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2) +
+                   k * c->inter + k + c->vocab) * 4 + k * 4;
+    return pf + dc + 64 * 256; /* each buffer rounded to 256 bytes */
+}
+
+uint64_t gpt_cuda_estimate(const gpt_config *c, uint64_t weight_bytes, uint32_t context)
+{
+    uint32_t T = context < GPT_CUDA_CHUNK ? context : GPT_CUDA_CHUNK;
+    uint64_t tables = (uint64_t)context * (c->head_dim / 2) * sizeof(float2);
+    /* small vectors go up as fp32: at most twice their f16 bytes, a rounding error */
+    return weight_bytes + tables + scratch_bytes(c, T) + gpt_cuda_seq_bytes_for(c, context);
+}
+
+/* ---- device memory --------------------------------------------------------------------- */
+
+static cudaError_t dalloc(gpt_cuda *g, void **out, size_t bytes)
+{
+    *out = NULL;
+    if (g->n_allocs == g->cap_allocs) {
+        size_t cap = g->cap_allocs ? 2 * g->cap_allocs : 256;
+        void **grown = (void **)realloc(g->allocs, cap * sizeof *grown);
+        if (!grown)
+            return cudaErrorMemoryAllocation;
+        g->allocs = grown;
+        g->cap_allocs = cap;
+    }
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    if (e != cudaSuccess)
+        return e;
+    g->allocs[g->n_allocs++] = *out;
+    g->vram += align256(bytes);
+    return cudaSuccess;
+}
+
+template <typename T>
+static cudaError_t dalloc_n(gpt_cuda *g, T **out, size_t n)
+{
+    return dalloc(g, reinterpret_cast<void **>(out), n * sizeof(T));
+}
+
+/* ---- the uploader ------------------------------------------------------------------------- */
+
+struct Uploader {
+    gpt_cuda *g;
+    gpt_pool *pool;
+    uint8_t *buf[2];
+    cudaEvent_t ev[2];
+    size_t used;
+    int cur;
+    uint64_t done, total, reported;
+    gpt_cuda_progress_fn progress;
+    void *user;
+    cudaError_t err;
+    unsigned long long *overflow; /* device: dense weights beyond fp16's range */
+    uint32_t *scale_range;        /* device: [min, max] of the experts' E8M0 scales */
+};
+
+struct CopyJob {
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t n;
+};
+
+#define COPY_PIECE (1u << 20)
+
+static void copy_pieces(void *ctx, size_t begin, size_t end)
+{
+    const CopyJob *j = static_cast<const CopyJob *>(ctx);
+    for (size_t i = begin; i < end; i++) {
+        size_t at = i * COPY_PIECE, n = j->n - at < COPY_PIECE ? j->n - at : COPY_PIECE;
+        memcpy(j->dst + at, j->src + at, n);
+    }
+}
+
+static void up_flip(Uploader *u)
+{
+    if (u->err == cudaSuccess)
+        u->err = cudaEventRecord(u->ev[u->cur], u->g->stream);
+    u->cur ^= 1;
+    u->used = 0;
+    if (u->err == cudaSuccess)
+        u->err = cudaEventSynchronize(u->ev[u->cur]); /* its last copy is done */
+}
+
+static void up_put(Uploader *u, void *dst, const void *src, size_t n)
+{
+    uint8_t *d = static_cast<uint8_t *>(dst);
+    const uint8_t *s = static_cast<const uint8_t *>(src);
+    while (n && u->err == cudaSuccess) {
+        if (u->used == STAGING_BYTES)
+            up_flip(u);
+        size_t take = STAGING_BYTES - u->used < n ? STAGING_BYTES - u->used : n;
+        CopyJob job = {u->buf[u->cur] + u->used, s, take};
+        if (take >= 4 * COPY_PIECE && u->pool)
+            gpt_pool_for(u->pool, (take + COPY_PIECE - 1) / COPY_PIECE, copy_pieces, &job);
+        else
+            memcpy(job.dst, s, take);
+        u->err = cudaMemcpyAsync(d, job.dst, take, cudaMemcpyHostToDevice, u->g->stream);
+        u->used += take;
+        d += take;
+        s += take;
+        n -= take;
+        u->done += take;
+        if (u->progress && (u->done - u->reported >= (512u << 20) || u->done == u->total)) {
+            u->reported = u->done;
+            u->progress(u->user, u->done, u->total);
+        }
+    }
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    if ((b & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((b >> 16) | 0x40); /* NaN stays NaN */
+    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+}
+
+static uint16_t f32_to_f16(float f)
+{
+    f = f > 65504.0f ? 65504.0f : f < -65504.0f ? -65504.0f : f;
+    __half h = __float2half_rn(f);
+    uint16_t bits;
+    memcpy(&bits, &h, 2);
+    return bits;
+}
+
+/* A matrix into dst as fp16 (to_f16) or bf16: bf16 goes up raw (and is converted on the
+ * GPU when fp16 is wanted, overflows counted into u->overflow); other dtypes are
+ * converted here. */
+static void up_matrix(Uploader *u, void *dst, const gpt_matrix *m, bool to_f16)
+{
+    size_t n = (size_t)m->rows * m->cols;
+    if (m->dtype == GPT_DT_BF16 || (m->dtype == GPT_DT_F16 && to_f16)) {
+        up_put(u, dst, m->data, n * 2);
+        if (to_f16 && m->dtype == GPT_DT_BF16 && u->err == cudaSuccess)
+            u->err = k_bf16_to_f16(dst, n, u->overflow, u->g->stream);
+        return;
+    }
+    enum { STEP = 1u << 20 };
+    float *f = (float *)malloc(STEP * sizeof *f);
+    uint16_t *h = (uint16_t *)malloc(STEP * sizeof *h);
+    for (size_t at = 0; f && h && at < n && u->err == cudaSuccess; at += STEP) {
+        size_t take = n - at < STEP ? n - at : STEP;
+        gpt_decode(m->data, m->dtype, at, take, f);
+        for (size_t i = 0; i < take; i++)
+            h[i] = to_f16 ? f32_to_f16(f[i]) : f32_to_bf16(f[i]);
+        up_put(u, static_cast<uint16_t *>(dst) + at, h, take * 2); /* staged: h is free again */
+    }
+    if ((!f || !h) && u->err == cudaSuccess)
+        u->err = cudaErrorMemoryAllocation;
+    free(f);
+    free(h);
+}
+
+static void up_floats(Uploader *u, float **dst, const float *src, size_t n)
+{
+    if (u->err == cudaSuccess)
+        u->err = dalloc_n(u->g, dst, n);
+    if (u->err == cudaSuccess)
+        up_put(u, *dst, src, n * sizeof(float));
+}
+
+static void up_experts(Uploader *u, uint8_t **blocks, uint8_t **scales, const gpt_mxfp4 *ex,
+                       uint32_t E)
+{
+    size_t groups = (size_t)ex[0].rows * (ex[0].cols / 32);
+    if (u->err == cudaSuccess)
+        u->err = dalloc_n(u->g, blocks, E * groups * 16);
+    if (u->err == cudaSuccess)
+        u->err = dalloc_n(u->g, scales, E * groups);
+    for (uint32_t e = 0; e < E && u->err == cudaSuccess; e++) {
+        up_put(u, *blocks + e * groups * 16, ex[e].blocks, groups * 16);
+        up_put(u, *scales + e * groups, ex[e].scales, groups);
+    }
+    if (u->err == cudaSuccess)
+        u->err = k_byte_range(*scales, E * groups, u->scale_range, u->g->stream);
+}
+
+static uint64_t upload_total(const gpt_model *m)
+{
+    const gpt_config *c = &m->cfg;
+    uint64_t H = c->hidden, total = 2ull * c->vocab * H * 2;
+    for (uint32_t l = 0; l < c->layers; l++) {
+        total += (uint64_t)qkv_rows(c) * H * 2 + H * (uint64_t)c->heads * c->head_dim * 2 +
+                 (uint64_t)c->experts * H * 2;
+        total += (uint64_t)c->experts * (2ull * c->inter * H + H * c->inter) * 17 / 32;
+        total += (2 * H + qkv_rows(c) + H + c->heads + c->experts +
+                  (uint64_t)c->experts * (2 * c->inter + H)) * 4;
+    }
+    return total + H * 4;
+}
+
+static void upload_layer(Uploader *u, DevLayer *D, const gpt_layer *L, const gpt_config *c)
+{
+    gpt_cuda *g = u->g;
+    uint32_t H = c->hidden, QW = c->heads * c->head_dim, KW = c->kv_heads * c->head_dim;
+    up_floats(u, &D->attn_norm, L->attn_norm, H);
+    up_floats(u, &D->mlp_norm, L->mlp_norm, H);
+    if (u->err == cudaSuccess)
+        u->err = dalloc_n(g, &D->wqkv, (size_t)qkv_rows(c) * H);
+    if (u->err == cudaSuccess) {
+        up_matrix(u, D->wqkv, &L->q, true);
+        up_matrix(u, D->wqkv + (size_t)QW * H, &L->k, true);
+        up_matrix(u, D->wqkv + (size_t)(QW + KW) * H, &L->v, true);
+    }
+    if (u->err == cudaSuccess)
+        u->err = dalloc_n(g, &D->bqkv, qkv_rows(c));
+    if (u->err == cudaSuccess) {
+        up_put(u, D->bqkv, L->q_bias, QW * 4);
+        up_put(u, D->bqkv + QW, L->k_bias, KW * 4);
+        up_put(u, D->bqkv + QW + KW, L->v_bias, KW * 4);
+    }
+    if (u->err == cudaSuccess)
+        u->err = dalloc_n(g, &D->wo, (size_t)H * QW);
+    if (u->err == cudaSuccess)
+        up_matrix(u, D->wo, &L->o, true);
+    up_floats(u, &D->bo, L->o_bias, H);
+    up_floats(u, &D->sinks, L->sinks, c->heads);
+    if (u->err == cudaSuccess)
+        u->err = dalloc_n(g, &D->wr, (size_t)c->experts * H);
+    if (u->err == cudaSuccess)
+        up_matrix(u, D->wr, &L->router, true);
+    up_floats(u, &D->br, L->router_bias, c->experts);
+    up_experts(u, &D->gu_blocks, &D->gu_scales, L->gate_up, c->experts);
+    up_floats(u, &D->gu_bias, L->gate_up_bias, (size_t)c->experts * 2 * c->inter);
+    up_experts(u, &D->dn_blocks, &D->dn_scales, L->down, c->experts);
+    up_floats(u, &D->dn_bias, L->down_bias, (size_t)c->experts * H);
+}
+
+/* ---- checks ------------------------------------------------------------------------------- */
+
+static llmr_status check_shapes(const gpt_config *c, char *err)
+{
+    const char *why = NULL;
+    if (c->head_dim != 64 && c->head_dim != 16)
+        why = "head_dim must be 64 (gpt-oss) or 16 (the tiny preset)";
+    else if (c->heads % c->kv_heads || c->heads / c->kv_heads > 8)
+        why = "query heads must be a multiple of KV heads, at most 8 per KV head";
+    else if (c->experts > 64 || c->top_k > 8 || c->top_k > c->experts)
+        why = "at most 64 experts and 8 per token";
+    else if (c->hidden % 64 || c->hidden > 10240 || c->inter % 64 ||
+             c->heads * c->head_dim > 10240)
+        why = "hidden and intermediate sizes must be multiples of 64 (hidden at most 10240)";
+    else if ((uint64_t)c->top_k * c->inter * 9 / 2 > 200 * 1024)
+        why = "top_k * intermediate_size is too large for the decode kernels";
+    else if (c->vocab % 8)
+        why = "the vocabulary must be a multiple of 8";
+    else if (c->layers > 256)
+        why = "at most 256 layers";
+    if (!why)
+        return LLMR_OK;
+    set_err(err, "the CUDA path does not take this model's shape: %s", why);
+    return LLMR_UNSUPPORTED;
+}
+
+/* ---- load and free ------------------------------------------------------------------------- */
+
+static cudaError_t alloc_scratch(gpt_cuda *g)
+{
+    const gpt_config *c = &g->cfg;
+    size_t T = g->chunk, H = c->hidden, Q = (size_t)c->heads * c->head_dim,
+           KV = (size_t)c->kv_heads * c->head_dim, k = c->top_k;
+    PrefillBuf *p = &g->pf;
+    DecodeBuf *d = &g->dc;
+    cudaError_t e = cudaSuccess;
+#define A(ptr, n) \
+    if (e == cudaSuccess) \
+    e = dalloc_n(g, &(ptr), (n))
+    A(p->ids, T);
+    A(p->x, T * H);
+    A(p->xf, T * H);
+    A(p->qkv, T * qkv_rows(c));
+    A(p->moe_out, T * k * H);
+    A(p->logits, (size_t)GPT_CUDA_LOGIT_ROWS * c->vocab);
+    A(p->xn, T * H);
+    A(p->q, T * Q);
+    A(p->k, T * KV);
+    A(p->v, T * KV);
+    A(p->attn, T * Q);
+    A(p->act, T * k * c->inter);
+    A(p->eids, T * k);
+    A(p->rows, T * k);
+    A(p->slot_of, T * k);
+    A(p->ew, T * k);
+    A(p->counts, c->experts);
+    A(p->offsets, c->experts + 1);
+    A(d->x, H);
+    A(d->qkv, qkv_rows(c));
+    A(d->attn, Q);
+    A(d->part, (size_t)GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2));
+    A(d->act, k * c->inter);
+    A(d->ew, k);
+    A(d->logits, c->vocab);
+    A(d->eids, k);
+    A(d->rlogits, c->experts);
+    A(g->pick_scratch, k_pick_scratch_bytes());
+#undef A
+    return e;
+}
+
+static cudaError_t make_rope_table(gpt_cuda *g, const gpt_rope *r)
+{
+    double *inv = NULL;
+    cudaError_t e = dalloc_n(g, &g->cos_sin, (size_t)g->context * r->half);
+    if (e == cudaSuccess)
+        e = cudaMalloc(&inv, r->half * sizeof(double));
+    if (e == cudaSuccess)
+        e = cudaMemcpy(inv, r->inv_freq, r->half * sizeof(double), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = k_rope_table(g->cos_sin, inv, r->attn_factor, g->context, r->half, g->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(g->stream);
+    cudaFree(inv);
+    return e;
+}
+
+/* The pool: what `sequences` full-context sequences need, within free VRAM (less a
+ * reserve) and the budget; the context shrinks when not even one fits. */
+static llmr_status make_pool(gpt_cuda *g, const gpt_cuda_params *p, char *err)
+{
+    const gpt_config *c = &g->cfg;
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess)
+        return gpt_cuda_fail(err, "reading free VRAM", e);
+    uint64_t avail = free_b > POOL_RESERVE ? free_b - POOL_RESERVE : 0;
+    if (p->vram_budget)
+        avail = p->vram_budget > g->vram ? (p->vram_budget - g->vram < avail
+                                                 ? p->vram_budget - g->vram
+                                                 : avail)
+                                         : 0;
+    uint32_t want_seqs = p->sequences ? p->sequences : 4;
+    uint64_t per = gpt_cuda_seq_bytes_for(c, g->context);
+    uint64_t bytes = p->kv_pool_bytes ? p->kv_pool_bytes : (uint64_t)want_seqs * per;
+    if (bytes > avail)
+        bytes = avail;
+    while (per > bytes && g->context > MIN_CONTEXT) {
+        g->context = g->context / 2 > MIN_CONTEXT ? g->context / 2 : MIN_CONTEXT;
+        per = gpt_cuda_seq_bytes_for(c, g->context);
+    }
+    if (per > bytes) {
+        set_err(err, "not enough VRAM for the KV cache: %llu MiB free after the weights, "
+                     "%llu MiB needed for %u positions",
+                (unsigned long long)(avail >> 20), (unsigned long long)(per >> 20), MIN_CONTEXT);
+        return LLMR_OOM_VRAM;
+    }
+    g->sequences = (uint32_t)(bytes / per);
+    e = dalloc(g, reinterpret_cast<void **>(&g->pool), bytes);
+    if (e != cudaSuccess)
+        return gpt_cuda_fail(err, "allocating the KV pool", e);
+    gpt_kv_pool_init(&g->ranges, bytes, 256);
+    return LLMR_OK;
+}
+
+llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda **out, char *err)
+{
+    *out = NULL;
+    const gpt_config *c = &m->cfg;
+    llmr_status st = check_shapes(c, err);
+    if (st != LLMR_OK)
+        return st;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || p->device < 0 || p->device >= count) {
+        set_err(err, "no CUDA device %d (%d found%s%s)", p->device, e == cudaSuccess ? count : 0,
+                e == cudaSuccess ? "" : ": ", e == cudaSuccess ? "" : cudaGetErrorString(e));
+        return LLMR_UNSUPPORTED;
+    }
+    cudaDeviceProp prop;
+    if ((e = cudaSetDevice(p->device)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&prop, p->device)) != cudaSuccess)
+        return gpt_cuda_fail(err, "opening the GPU", e);
+    if (prop.major < 8) {
+        set_err(err, "%s has compute capability %d.%d; the CUDA path needs 8.0 or newer",
+                prop.name, prop.major, prop.minor);
+        return LLMR_UNSUPPORTED;
+    }
+    gpt_cuda *g = (gpt_cuda *)calloc(1, sizeof *g);
+    DevLayer *layers = (DevLayer *)calloc(c->layers, sizeof *layers);
+    if (!g || !layers) {
+        free(g);
+        free(layers);
+        set_err(err, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    g->layers = layers;
+    g->cfg = *c;
+    g->device = p->device;
+    snprintf(g->name, sizeof g->name, "%s", prop.name);
+    pthread_mutex_init(&g->lock, NULL);
+    g->context = p->context && p->context < c->max_position ? p->context : c->max_position;
+    g->chunk = g->context < GPT_CUDA_CHUNK ? g->context : GPT_CUDA_CHUNK;
+
+    Uploader u = {};
+    u.g = g;
+    u.pool = m->pool;
+    u.progress = p->progress;
+    u.user = p->user;
+    u.total = upload_total(m);
+    u.err = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
+    for (int i = 0; i < 2 && u.err == cudaSuccess; i++) {
+        u.err = cudaMallocHost(&u.buf[i], STAGING_BYTES);
+        if (u.err == cudaSuccess)
+            u.err = cudaEventCreateWithFlags(&u.ev[i], cudaEventDisableTiming);
+    }
+    uint32_t range_init[2] = {255, 0};
+    if (u.err == cudaSuccess)
+        u.err = dalloc_n(g, &u.overflow, 1);
+    if (u.err == cudaSuccess)
+        u.err = dalloc_n(g, &u.scale_range, 2);
+    if (u.err == cudaSuccess)
+        u.err = cudaMemcpy(u.scale_range, range_init, sizeof range_init, cudaMemcpyHostToDevice);
+    if (u.err == cudaSuccess)
+        u.err = cudaMemset(u.overflow, 0, sizeof *u.overflow);
+    if (u.err == cudaSuccess)
+        u.err = dalloc_n(g, &g->embed, (size_t)c->vocab * c->hidden);
+    if (u.err == cudaSuccess)
+        up_matrix(&u, g->embed, &m->embed, false);
+    for (uint32_t l = 0; l < c->layers && u.err == cudaSuccess; l++) {
+        upload_layer(&u, &g->layers[l], &m->layers[l], c);
+        bool sliding = c->sliding[l] && c->window;
+        g->layers[l].window = sliding ? c->window : 0;
+        g->layers[l].splits = sliding ? (c->window + 63) / 64 : GPT_CUDA_SPLITS_MAX;
+    }
+    up_floats(&u, &g->final_norm, m->final_norm, c->hidden);
+    if (u.err == cudaSuccess)
+        u.err = dalloc_n(g, &g->lm_head, (size_t)c->vocab * c->hidden);
+    if (u.err == cudaSuccess)
+        up_matrix(&u, g->lm_head, &m->lm_head, true);
+    if (u.err == cudaSuccess)
+        u.err = cudaStreamSynchronize(g->stream);
+    for (int i = 0; i < 2; i++) {
+        if (u.buf[i])
+            cudaFreeHost(u.buf[i]);
+        if (u.ev[i])
+            cudaEventDestroy(u.ev[i]);
+    }
+    if (u.err != cudaSuccess) {
+        st = gpt_cuda_fail(err, "uploading the weights", u.err);
+        gpt_cuda_free(g);
+        return st;
+    }
+    /* fp16 must hold every dense weight and every decoded expert value exactly enough:
+     * E2M1 (0.5 to 6) times 2^(s-127) is exact in fp16 for s in [104, 140] */
+    unsigned long long overflow = 0;
+    uint32_t range[2] = {0, 0};
+    e = cudaMemcpy(&overflow, u.overflow, sizeof overflow, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(range, u.scale_range, sizeof range, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        st = gpt_cuda_fail(err, "checking the weights' range", e);
+        gpt_cuda_free(g);
+        return st;
+    }
+    if (overflow || range[0] < 104 || range[1] > 140) {
+        if (overflow)
+            set_err(err, "%llu dense weights are beyond fp16's range (65504)", overflow);
+        else
+            set_err(err, "MXFP4 scales span 2^%d to 2^%d; the CUDA path decodes experts to "
+                         "fp16, exact for 2^-23 to 2^13",
+                    (int)range[0] - 127, (int)range[1] - 127);
+        gpt_cuda_free(g);
+        return LLMR_UNSUPPORTED;
+    }
+    e = make_rope_table(g, &m->rope);
+    if (e == cudaSuccess)
+        e = alloc_scratch(g);
+    if (e == cudaSuccess)
+        e = dalloc(g, reinterpret_cast<void **>(&g->d_cur), state_block_bytes(c));
+    if (e == cudaSuccess)
+        e = cudaMallocHost(&g->h_state, sizeof(SeqState));
+    if (e == cudaSuccess)
+        e = cudaMallocHost(&g->h_token, sizeof(int32_t));
+    if (e != cudaSuccess) {
+        st = gpt_cuda_fail(err, "allocating tables and scratch", e);
+        gpt_cuda_free(g);
+        return st;
+    }
+    if (p->vram_budget && g->vram > p->vram_budget) {
+        set_err(err, "the weights and scratch take %llu MiB, over the budget of %llu MiB",
+                (unsigned long long)(g->vram >> 20), (unsigned long long)(p->vram_budget >> 20));
+        gpt_cuda_free(g);
+        return LLMR_OOM_VRAM;
+    }
+    st = make_pool(g, p, err);
+    if (st != LLMR_OK) {
+        gpt_cuda_free(g);
+        return st;
+    }
+    *out = g;
+    return LLMR_OK;
+}
+
+void gpt_cuda_free(gpt_cuda *g)
+{
+    if (!g)
+        return;
+    cudaSetDevice(g->device);
+    if (g->stream)
+        cudaStreamSynchronize(g->stream);
+    if (g->graph_ready)
+        cudaGraphExecDestroy(g->graph);
+    for (size_t i = 0; i < g->n_allocs; i++)
+        cudaFree(g->allocs[i]);
+    if (g->h_state)
+        cudaFreeHost(g->h_state);
+    if (g->h_token)
+        cudaFreeHost(g->h_token);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+    gpt_kv_pool_free_all(&g->ranges);
+    pthread_mutex_destroy(&g->lock);
+    free(g->allocs);
+    free(g->layers);
+    free(g);
+}
+
+uint64_t gpt_cuda_vram_bytes(const gpt_cuda *g)
+{
+    return g->vram;
+}
+
+uint32_t gpt_cuda_context(const gpt_cuda *g)
+{
+    return g->context;
+}
+
+uint32_t gpt_cuda_sequences(const gpt_cuda *g)
+{
+    return g->sequences;
+}
+
+const char *gpt_cuda_device_name(const gpt_cuda *g)
+{
+    return g ? g->name : "";
+}

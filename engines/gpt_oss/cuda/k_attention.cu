@@ -1,0 +1,365 @@
+/* Attention of the gpt-oss CUDA path, with a learned sink per head and the sliding
+ * window, over the f16 KV cache.
+ *
+ * Decode: one query per head.  The keys in range are cut into tiles of 64, dealt to
+ * `splits` blocks per KV head (tile i to split i % splits); a block's warps are the
+ * query heads of its KV head, each keeping an online softmax (base 2) over its tiles,
+ * and a second kernel merges the splits with the sink.
+ *
+ * Prefill: flash-style on tensor cores.  A block of 4 warps takes 64 queries of one
+ * head; per tile of 64 keys, S = Q K^T and O += P V by mma.sync m16n8k16 (P goes from
+ * the accumulators of S to the operands of P V in registers), keys and V (transposed)
+ * staged in shared memory, masked by causality and the window.
+ *
+ * Both are instantiated for head_dim 16 (the tiny preset) and 64 (gpt-oss). */
+#include <float.h>
+
+#include "kernels.cuh"
+
+#define LOG2E 1.4426950408889634f
+#define TILE 64
+
+static __device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+static __device__ __forceinline__ uint32_t slot_of(const KvView &kv, uint32_t pos)
+{
+    return kv.ring ? pos % kv.cap : pos;
+}
+
+/* ---- decode -------------------------------------------------------------------------- */
+
+template <int HD>
+__global__ void __launch_bounds__(256) attn_decode_kernel(float *scratch, const float *q,
+                                                          const KvView *kvp,
+                                                          const uint32_t *d_pos,
+                                                          uint32_t heads, uint32_t kv_heads,
+                                                          uint32_t window, uint32_t splits,
+                                                          float scale2)
+{
+    constexpr int DPL = HD >= 32 ? HD / 32 : 1; /* dims per lane */
+    __shared__ float Ks[TILE][HD + 1];
+    __shared__ float Vs[TILE][HD];
+    __shared__ float qs[8][HD];
+    __shared__ float P[8][TILE];
+    const KvView kv = *kvp;
+    const uint32_t kvh = blockIdx.x, split = blockIdx.y;
+    const uint32_t group = heads / kv_heads, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint32_t h = kvh * group + warp;
+    const bool active = warp < group;
+    const uint32_t pos = *d_pos;
+    const uint32_t lo = window && pos + 1 > window ? pos + 1 - window : 0;
+    const uint32_t n = pos + 1 - lo, tiles = (n + TILE - 1) / TILE;
+
+    if (active)
+        for (uint32_t d = lane; d < HD; d += 32)
+            qs[warp][d] = q[(size_t)h * HD + d] * scale2;
+    float m = -INFINITY, l = 0.0f, acc[DPL];
+#pragma unroll
+    for (int i = 0; i < DPL; i++)
+        acc[i] = 0.0f;
+
+    const f16 *kbase = kv.k + (size_t)kvh * kv.cap * HD, *vbase = kv.v + (size_t)kvh * kv.cap * HD;
+    for (uint32_t tile = split; tile < tiles; tile += splits) {
+        uint32_t first = lo + tile * TILE, count = min((uint32_t)TILE, pos + 1 - first);
+        __syncthreads(); /* the previous tile is used up */
+        for (uint32_t i = threadIdx.x; i < TILE * HD / 2; i += blockDim.x) {
+            uint32_t r = i / (HD / 2), d = (i % (HD / 2)) * 2;
+            float2 kf = make_float2(0.0f, 0.0f), vf = kf;
+            if (r < count) {
+                size_t at = (size_t)slot_of(kv, first + r) * HD + d;
+                kf = __half22float2(*reinterpret_cast<const __half2 *>(kbase + at));
+                vf = __half22float2(*reinterpret_cast<const __half2 *>(vbase + at));
+            }
+            Ks[r][d] = kf.x;
+            Ks[r][d + 1] = kf.y;
+            Vs[r][d] = vf.x;
+            Vs[r][d + 1] = vf.y;
+        }
+        __syncthreads();
+        if (!active)
+            continue;
+        float s[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            uint32_t r = lane + 32 * j;
+            float dot = 0.0f;
+#pragma unroll 16
+            for (int d = 0; d < HD; d++)
+                dot += qs[warp][d] * Ks[r][d];
+            s[j] = r < count ? dot : -INFINITY;
+        }
+        float m_new = fmaxf(m, warp_max(fmaxf(s[0], s[1])));
+        float alpha = exp2f(m - m_new); /* m = -inf at first: 0 */
+        float p0 = exp2f(s[0] - m_new), p1 = exp2f(s[1] - m_new);
+        P[warp][lane] = p0;
+        P[warp][lane + 32] = p1;
+        float ps = p0 + p1;
+        for (int o = 16; o > 0; o >>= 1)
+            ps += __shfl_xor_sync(0xffffffffu, ps, o);
+        l = l * alpha + ps;
+        m = m_new;
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < DPL; i++) {
+            uint32_t d = lane + 32 * i;
+            float a = acc[i] * alpha;
+            if (d < HD)
+                for (uint32_t r = 0; r < count; r++)
+                    a += P[warp][r] * Vs[r][d];
+            acc[i] = a;
+        }
+        __syncwarp();
+    }
+    if (!active)
+        return;
+    float *out = scratch + ((size_t)split * heads + h) * (HD + 2);
+    if (lane == 0) {
+        out[0] = m;
+        out[1] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < DPL; i++) {
+        uint32_t d = lane + 32 * i;
+        if (d < HD)
+            out[2 + d] = acc[i];
+    }
+}
+
+/* One block per head, a thread per dimension: the splits merged with the sink. */
+__global__ void attn_combine_kernel(float *out, const float *scratch, const float *sinks,
+                                    uint32_t heads, uint32_t hd, uint32_t splits)
+{
+    uint32_t h = blockIdx.x, d = threadIdx.x;
+    float sink = sinks[h] * LOG2E, M = sink;
+    for (uint32_t s = 0; s < splits; s++)
+        M = fmaxf(M, scratch[((size_t)s * heads + h) * (hd + 2)]);
+    float denom = exp2f(sink - M), num = 0.0f;
+    for (uint32_t s = 0; s < splits; s++) {
+        const float *part = scratch + ((size_t)s * heads + h) * (hd + 2);
+        float f = exp2f(part[0] - M); /* an empty split has m = -inf: 0 */
+        denom += part[1] * f;
+        if (d < hd)
+            num += part[2 + d] * f;
+    }
+    if (d < hd)
+        out[(size_t)h * hd + d] = num / denom;
+}
+
+cudaError_t k_attention_decode(float *out, float *scratch, const float *q, const KvView *kv,
+                               const float *sinks, const uint32_t *d_pos, uint32_t heads,
+                               uint32_t kv_heads, uint32_t hd, uint32_t window, uint32_t splits,
+                               cudaStream_t s)
+{
+    if (heads % kv_heads || heads / kv_heads > 8 || splits == 0)
+        return cudaErrorInvalidValue;
+    dim3 grid(kv_heads, splits);
+    float scale2 = LOG2E / sqrtf((float)hd);
+    if (hd == 64)
+        attn_decode_kernel<64><<<grid, 256, 0, s>>>(scratch, q, kv, d_pos, heads, kv_heads, window,
+                                                    splits, scale2);
+    else if (hd == 16)
+        attn_decode_kernel<16><<<grid, 256, 0, s>>>(scratch, q, kv, d_pos, heads, kv_heads, window,
+                                                    splits, scale2);
+    else
+        return cudaErrorInvalidValue;
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+        return err;
+    attn_combine_kernel<<<heads, hd < 32 ? 32 : hd, 0, s>>>(out, scratch, sinks, heads, hd, splits);
+    return cudaGetLastError();
+}
+
+/* ---- prefill --------------------------------------------------------------------------- */
+
+static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
+                                                uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ __forceinline__ uint32_t pack_f16(float lo, float hi)
+{
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+static __device__ __forceinline__ uint32_t ld32(const f16 *p)
+{
+    return *reinterpret_cast<const uint32_t *>(p);
+}
+
+template <int HD>
+__global__ void __launch_bounds__(128) attn_prefill_kernel(f16 *out, const f16 *q,
+                                                           const f16 *k_new, const f16 *v_new,
+                                                           const KvView *kvp, const float *sinks,
+                                                           uint32_t pos0, uint32_t T,
+                                                           uint32_t heads, uint32_t kv_heads,
+                                                           uint32_t window, float scale2)
+{
+    constexpr int KS = HD / 16; /* k16 steps of S = Q K^T */
+    constexpr int NO = HD / 8;  /* n8 tiles of O */
+    constexpr int LK = HD + 8, LV = TILE + 8;
+    __shared__ __align__(16) f16 Ks[TILE * LK];
+    __shared__ __align__(16) f16 Vt[HD * LV];
+    const KvView kv = *kvp;
+    const uint32_t h = blockIdx.y, kvh = h / (heads / kv_heads);
+    const uint32_t q0 = blockIdx.x * 64, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint32_t g = lane >> 2, t = lane & 3;
+    const uint32_t qw = heads * HD, kvw = kv_heads * HD;
+
+    /* this warp's rows: q0 + warp*16 + g and + 8 (clamped to T-1 for loading) */
+    const uint32_t r0 = q0 + warp * 16 + g, r1 = r0 + 8;
+    const f16 *qr0 = q + (size_t)min(r0, T - 1) * qw + (size_t)h * HD;
+    const f16 *qr1 = q + (size_t)min(r1, T - 1) * qw + (size_t)h * HD;
+    uint32_t qa[KS][4];
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+        qa[ks][0] = ld32(qr0 + ks * 16 + 2 * t);
+        qa[ks][1] = ld32(qr1 + ks * 16 + 2 * t);
+        qa[ks][2] = ld32(qr0 + ks * 16 + 8 + 2 * t);
+        qa[ks][3] = ld32(qr1 + ks * 16 + 8 + 2 * t);
+    }
+    const uint32_t p0 = pos0 + r0, p1 = pos0 + r1; /* the rows' positions */
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float o[NO][4];
+#pragma unroll
+    for (int i = 0; i < NO; i++)
+        o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+
+    const uint32_t qa_pos = pos0 + q0, qz_pos = pos0 + min(q0 + 63, T - 1);
+    const uint32_t lo = window && qa_pos + 1 > window ? qa_pos + 1 - window : 0;
+    const f16 *kc = kv.k + (size_t)kvh * kv.cap * HD, *vc = kv.v + (size_t)kvh * kv.cap * HD;
+
+    for (uint32_t kb = lo; kb <= qz_pos; kb += TILE) {
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < TILE * HD / 8; i += blockDim.x) {
+            uint32_t r = i / (HD / 8), d = (i % (HD / 8)) * 8, kp = kb + r;
+            uint4 kv4 = make_uint4(0, 0, 0, 0), vv4 = kv4;
+            if (kp <= qz_pos) {
+                if (kp < pos0) {
+                    size_t at = (size_t)slot_of(kv, kp) * HD + d;
+                    kv4 = *reinterpret_cast<const uint4 *>(kc + at);
+                    vv4 = *reinterpret_cast<const uint4 *>(vc + at);
+                } else {
+                    size_t at = (size_t)(kp - pos0) * kvw + (size_t)kvh * HD + d;
+                    kv4 = *reinterpret_cast<const uint4 *>(k_new + at);
+                    vv4 = *reinterpret_cast<const uint4 *>(v_new + at);
+                }
+            }
+            *reinterpret_cast<uint4 *>(Ks + r * LK + d) = kv4;
+            const f16 *vv = reinterpret_cast<const f16 *>(&vv4);
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                Vt[(d + j) * LV + r] = vv[j];
+        }
+        __syncthreads();
+
+        float s[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+            for (int ks = 0; ks < KS; ks++) {
+                const f16 *kr = Ks + (nt * 8 + g) * LK + ks * 16 + 2 * t;
+                mma_f16(s[nt], qa[ks], ld32(kr), ld32(kr + 8));
+            }
+        }
+        float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                uint32_t kp = kb + nt * 8 + 2 * t + (j & 1), qp = j < 2 ? p0 : p1;
+                bool ok = kp <= qp && (!window || qp - kp < window);
+                float v = ok ? s[nt][j] * scale2 : -INFINITY;
+                s[nt][j] = v;
+                tmax[j >> 1] = fmaxf(tmax[j >> 1], v);
+            }
+        float alpha[2], mref[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
+            tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
+            float m_new = fmaxf(m[r], tmax[r]);
+            mref[r] = m_new == -INFINITY ? 0.0f : m_new; /* a row with no key yet */
+            alpha[r] = exp2f(m[r] - mref[r]);
+            m[r] = m_new;
+        }
+        float rs[2] = {0.0f, 0.0f};
+        uint32_t pa[4][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            float e0 = exp2f(s[nt][0] - mref[0]), e1 = exp2f(s[nt][1] - mref[0]);
+            float e2 = exp2f(s[nt][2] - mref[1]), e3 = exp2f(s[nt][3] - mref[1]);
+            rs[0] += e0 + e1;
+            rs[1] += e2 + e3;
+            int ks = nt >> 1, hi = nt & 1;
+            pa[ks][hi * 2 + 0] = pack_f16(e0, e1);
+            pa[ks][hi * 2 + 1] = pack_f16(e2, e3);
+        }
+        l[0] = l[0] * alpha[0] + rs[0];
+        l[1] = l[1] * alpha[1] + rs[1];
+#pragma unroll
+        for (int i = 0; i < NO; i++) {
+            o[i][0] *= alpha[0];
+            o[i][1] *= alpha[0];
+            o[i][2] *= alpha[1];
+            o[i][3] *= alpha[1];
+        }
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++)
+#pragma unroll
+            for (int i = 0; i < NO; i++) {
+                const f16 *vr = Vt + (i * 8 + g) * LV + ks * 16 + 2 * t;
+                mma_f16(o[i], pa[ks], ld32(vr), ld32(vr + 8));
+            }
+    }
+
+    const float sink = sinks[h] * LOG2E;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        uint32_t row = r ? r1 : r0;
+        if (row >= T)
+            continue;
+        float M = fmaxf(m[r], sink), f = exp2f(m[r] - M);
+        float inv = f / (l[r] * f + exp2f(sink - M));
+        f16 *dst = out + (size_t)row * qw + (size_t)h * HD + 2 * t;
+#pragma unroll
+        for (int i = 0; i < NO; i++)
+            *reinterpret_cast<uint32_t *>(dst + i * 8) =
+                pack_f16(o[i][2 * r] * inv, o[i][2 * r + 1] * inv);
+    }
+}
+
+cudaError_t k_attention_prefill(f16 *out, const f16 *q, const f16 *k_new, const f16 *v_new,
+                                const KvView *kv, const float *sinks, uint32_t pos0, uint32_t T,
+                                uint32_t heads, uint32_t kv_heads, uint32_t hd, uint32_t window,
+                                cudaStream_t s)
+{
+    if (T == 0 || heads % kv_heads)
+        return cudaErrorInvalidValue;
+    dim3 grid((T + 63) / 64, heads);
+    float scale2 = LOG2E / sqrtf((float)hd);
+    if (hd == 64)
+        attn_prefill_kernel<64><<<grid, 128, 0, s>>>(out, q, k_new, v_new, kv, sinks, pos0, T,
+                                                     heads, kv_heads, window, scale2);
+    else if (hd == 16)
+        attn_prefill_kernel<16><<<grid, 128, 0, s>>>(out, q, k_new, v_new, kv, sinks, pos0, T,
+                                                     heads, kv_heads, window, scale2);
+    else
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}

@@ -1,0 +1,370 @@
+/* The matrix products of the gpt-oss prefill on tensor cores: a 128x128 output tile
+ * per block of 8 warps (each 64x32), or 32x128 (each 32x16) when the rows are few (a
+ * short prompt, an expert with few tokens, the last rows' logits); K through a
+ * cp.async pipeline (dense: steps of 32, 3 stages; MXFP4: steps of 64, 3 stages, or 6
+ * for the small tile, which is bound by reading the weights); mma.sync m16n8k16 fp16
+ * with fp32 accumulation, fragments by ldmatrix.  The MXFP4 experts' tiles travel the same pipeline as raw bytes (their scales for
+ * the whole of K are read once per block) and are decoded into shared memory as fp16
+ * one step at a time (exact: an E2M1 value times a power of two in fp16's range,
+ * which the loader checks).  See kernels.cuh. */
+#include "kernels.cuh"
+
+#define BN 128
+#define THREADS 256
+
+struct GemmArgs {
+    float *C;
+    f16 *act;
+    const f16 *A;
+    const int32_t *a_rows;
+    const f16 *B;
+    const uint8_t *blocks, *scales;
+    const float *bias;
+    const uint32_t *offsets;
+    uint32_t M, N, K;
+    int accumulate;
+    float alpha, limit;
+};
+
+static __device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(valid ? 16 : 0));
+}
+
+static __device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int N>
+static __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
+                                                uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ __forceinline__ float e8m0(uint8_t s)
+{
+    return s ? __int_as_float((int)s << 23) : 5.877471754e-39f; /* 2^(s-127) */
+}
+
+static __device__ __forceinline__ float swiglu(float gate, float up, float alpha, float limit)
+{
+    gate = fminf(gate, limit);
+    up = fmaxf(fminf(up, limit), -limit);
+    return (up + 1.0f) * (gate / (1.0f + __expf(-alpha * gate)));
+}
+
+/* MX: B is MXFP4 (grouped by expert, blockIdx.z); else fp16 (dense).  BM rows by BN
+ * columns per block, BK of K per step, ST stages in flight.  Shared memory: A stages,
+ * then either B stages (dense) or one decoded B tile, raw MXFP4 stages and the block's
+ * scales [BN][K/32] (MX). */
+template <bool MX, int BM, int BK, int ST>
+__global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
+{
+    constexpr int LDS = BK + 8;                 /* smem row in f16: conflict-free ldmatrix */
+    constexpr int MT = BM == 128 ? 4 : 2;       /* m16 tiles per warp */
+    constexpr int WARPS_M = BM / (MT * 16);     /* 2 or 1 */
+    constexpr int WARPS_N = 8 / WARPS_M;        /* 4 or 8 */
+    constexpr int NT = BN / WARPS_N / 8;        /* n8 tiles per warp: 4 or 2 */
+    constexpr int ROW_CHUNKS = BK / 8;          /* 16-byte chunks of an f16 row's step */
+    constexpr int A_CHUNKS = (BM * ROW_CHUNKS + THREADS - 1) / THREADS; /* per thread */
+    constexpr int Q_BYTES = BK / 2;             /* MXFP4 bytes of a row's step */
+    constexpr int Q_CHUNKS = BN * Q_BYTES / 16; /* 16-byte chunks of a raw B stage */
+    constexpr int DEC = BK / 2;                 /* values each thread decodes per step */
+    extern __shared__ __align__(16) unsigned char smem[];
+    f16 *As = reinterpret_cast<f16 *>(smem);                       /* [ST][BM][LDS] */
+    f16 *Bs = As + ST * BM * LDS;                                  /* [ST or 1][BN][LDS] */
+    uint8_t *Braw = reinterpret_cast<uint8_t *>(Bs + BN * LDS);    /* MX: [ST][BN][Q_BYTES] */
+    uint8_t *Sc = Braw + ST * BN * Q_BYTES;                        /* MX: [BN][K/32] */
+
+    const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
+    const uint32_t K = p.K, N = p.N, KT = K / BK, KG = K / 32;
+    uint32_t rows = p.M, slot0 = 0, e = 0;
+    if (MX) {
+        e = blockIdx.z;
+        slot0 = p.offsets[e];
+        rows = p.offsets[e + 1] - slot0;
+        if (m0 >= rows)
+            return;
+        /* the block's scales for all of K: its rows' scales are one run of BN * KG bytes,
+         * fetched with the first stage when whole and 16-byte aligned; else byte by byte
+         * (127: 2^0 for rows past N, whose bytes are 0) */
+        const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
+        if (n0 + BN <= N && (BN * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
+            for (uint32_t i = tid; i < BN * KG / 16; i += THREADS)
+                cp_async16(Sc + i * 16, run + i * 16, true);
+        } else {
+            for (uint32_t i = tid; i < BN * KG; i += THREADS) {
+                uint32_t r = i / KG, n = n0 + r;
+                Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
+            }
+        }
+    }
+
+    /* This thread's A chunks (16 bytes each) per k-step: rows fixed, k moves. */
+    const f16 *a_src[A_CHUNKS];
+    bool a_ok[A_CHUNKS], a_mine[A_CHUNKS];
+    uint32_t a_dst[A_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; i++) {
+        uint32_t c = tid + i * THREADS, r = c / ROW_CHUNKS, col = (c % ROW_CHUNKS) * 8;
+        uint32_t m = m0 + r;
+        a_mine[i] = c < (uint32_t)(BM * ROW_CHUNKS);
+        a_ok[i] = a_mine[i] && m < rows;
+        size_t row = 0;
+        if (a_ok[i]) {
+            uint32_t slot = slot0 + m;
+            row = p.a_rows ? (size_t)p.a_rows[slot] : slot;
+        }
+        a_src[i] = p.A + row * K + col;
+        a_dst[i] = r * LDS + col;
+    }
+
+    auto load_stage = [&](uint32_t kt, uint32_t stage) {
+        f16 *as = As + stage * BM * LDS;
+#pragma unroll
+        for (int i = 0; i < A_CHUNKS; i++)
+            if (a_mine[i])
+                cp_async16(as + a_dst[i], a_src[i] + kt * BK, a_ok[i]);
+        if (MX) {
+            for (uint32_t i = tid; i < (uint32_t)Q_CHUNKS; i += THREADS) {
+                uint32_t r = i / (Q_BYTES / 16), j = i % (Q_BYTES / 16), n = n0 + r;
+                bool ok = n < N;
+                const uint8_t *src = p.blocks + ((size_t)e * N + (ok ? n : 0)) * (K / 2) +
+                                     (size_t)kt * Q_BYTES + j * 16;
+                cp_async16(Braw + (stage * BN + r) * Q_BYTES + j * 16, src, ok);
+            }
+        } else {
+            f16 *bs = Bs + stage * BN * LDS;
+            for (uint32_t i = tid; i < (uint32_t)(BN * ROW_CHUNKS); i += THREADS) {
+                uint32_t r = i / ROW_CHUNKS, col = (i % ROW_CHUNKS) * 8, n = n0 + r;
+                bool ok = n < N;
+                cp_async16(bs + r * LDS + col, p.B + (size_t)(ok ? n : 0) * K + kt * BK + col, ok);
+            }
+        }
+    };
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                acc[i][j][k] = 0.0f;
+
+    for (uint32_t s = 0; s < ST - 1; s++) {
+        if (s < KT)
+            load_stage(s, s);
+        cp_async_commit();
+    }
+
+    const uint32_t wm = warp / WARPS_N, wn = warp % WARPS_N;
+    for (uint32_t kt = 0; kt < KT; kt++) {
+        cp_async_wait<ST - 2>();
+        __syncthreads();
+        const uint32_t stage = kt % ST;
+        const f16 *as = As + stage * BM * LDS;
+        const f16 *bs;
+        if (MX) {
+            /* decode DEC values (half a row's step) of row tid/2 into the B tile; a group
+             * of 32 values shares a scale */
+            uint32_t row = tid >> 1, half = tid & 1;
+            const uint8_t *src = Braw + (stage * BN + row) * Q_BYTES + half * (DEC / 2);
+            f16 *dst = Bs + row * LDS + half * DEC;
+#pragma unroll
+            for (int g8 = 0; g8 < DEC / 16; g8++) { /* 16 values = 8 bytes at a time */
+                uint32_t v0 = half * DEC + g8 * 16; /* the first value's place in the step */
+                __half2 sc = __half2half2(__float2half_rn(e8m0(Sc[row * KG + (kt * BK + v0) / 32])));
+                uint2 q = *reinterpret_cast<const uint2 *>(src + g8 * 8);
+                uint32_t w[8];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    uint32_t p[4]; /* p[j] = (value j, value j + 4) of these 8 */
+                    e2m1x8_to_half2(i ? q.y : q.x, p);
+                    uint32_t o[4] = {prmt(p[0], p[1], 0x5410u), prmt(p[2], p[3], 0x5410u),
+                                     prmt(p[0], p[1], 0x7632u), prmt(p[2], p[3], 0x7632u)};
+#pragma unroll
+                    for (int j = 0; j < 4; j++) { /* times the scale: exact (a power of two) */
+                        __half2 v = __hmul2(*reinterpret_cast<__half2 *>(&o[j]), sc);
+                        w[4 * i + j] = *reinterpret_cast<uint32_t *>(&v);
+                    }
+                }
+                uint4 *d4 = reinterpret_cast<uint4 *>(dst + g8 * 16);
+                d4[0] = make_uint4(w[0], w[1], w[2], w[3]);
+                d4[1] = make_uint4(w[4], w[5], w[6], w[7]);
+            }
+            __syncthreads();
+            bs = Bs;
+        } else {
+            bs = Bs + stage * BN * LDS;
+        }
+        if (kt + ST - 1 < KT)
+            load_stage(kt + ST - 1, (kt + ST - 1) % ST);
+        cp_async_commit();
+
+#pragma unroll
+        for (uint32_t ks = 0; ks < BK / 16; ks++) {
+            uint32_t a[MT][4], b[NT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4(a[mt], as + (wm * MT * 16 + mt * 16 + (lane & 15)) * LDS + ks * 16 +
+                                       (lane >> 4) * 8);
+#pragma unroll
+            for (int np = 0; np < NT / 2; np++) {
+                uint32_t r[4];
+                ldmatrix_x4(r, bs + (wn * NT * 8 + np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LDS +
+                                   ks * 16 + ((lane >> 3) & 1) * 8);
+                b[2 * np][0] = r[0];
+                b[2 * np][1] = r[1];
+                b[2 * np + 1][0] = r[2];
+                b[2 * np + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+                    mma_f16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+        }
+    }
+    cp_async_wait<0>();
+
+    /* epilogue: rows g and g+8 of each m16 tile, columns 2t, 2t+1 of each n8 tile */
+    const uint32_t g = lane >> 2, t = lane & 3;
+    const float *bias = p.bias ? p.bias + (size_t)e * N : nullptr;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            uint32_t m = m0 + wm * MT * 16 + mt * 16 + g + half * 8;
+            if (m >= rows)
+                continue;
+            size_t row = (size_t)slot0 + m;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                uint32_t n = n0 + wn * NT * 8 + nt * 8 + 2 * t;
+                if (n >= N)
+                    continue;
+                float v0 = acc[mt][nt][2 * half], v1 = acc[mt][nt][2 * half + 1];
+                if (bias) {
+                    v0 += bias[n];
+                    v1 += bias[n + 1];
+                }
+                if (p.act) {
+                    p.act[row * (N / 2) + n / 2] = to_f16(swiglu(v0, v1, p.alpha, p.limit));
+                } else {
+                    float2 *c = reinterpret_cast<float2 *>(p.C + row * N + n);
+                    if (p.accumulate) {
+                        float2 old = *c;
+                        v0 += old.x;
+                        v1 += old.y;
+                    }
+                    *c = make_float2(v0, v1);
+                }
+            }
+        }
+}
+
+/* The tile shapes: dense BKxST = 32x3; MXFP4 64x3 for many rows a tile, 64x6 (more
+ * of the weights in flight) for few. */
+template <bool MX, int BM, int BK, int ST>
+static size_t smem_bytes(uint32_t K)
+{
+    constexpr size_t LDS = BK + 8;
+    size_t a = (size_t)ST * BM * LDS * sizeof(f16);
+    if (!MX)
+        return a + (size_t)ST * BN * LDS * sizeof(f16);
+    return a + (size_t)BN * LDS * sizeof(f16) + (size_t)ST * BN * (BK / 2) + (size_t)BN * (K / 32);
+}
+
+template <bool MX, int BM, int BK, int ST>
+static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
+{
+    if (a.K % BK)
+        return cudaErrorInvalidValue;
+    static size_t configured; /* the largest dynamic shared memory allowed so far */
+    size_t smem = smem_bytes<MX, BM, BK, ST>(a.K);
+    if (smem > configured) {
+        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<MX, BM, BK, ST>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+        configured = smem;
+    }
+    grid.y = (grid.y + BM - 1) / BM;
+    gemm_kernel<MX, BM, BK, ST><<<grid, THREADS, smem, s>>>(a);
+    return cudaGetLastError();
+}
+
+/* The small tile when a tile would hold few rows: less work on rows that are not there,
+ * and more blocks for the bandwidth. */
+#define SMALL_ROWS 64u
+
+cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *B, const float *bias, uint32_t M,
+                        uint32_t N, uint32_t K, int accumulate, cudaStream_t s)
+{
+    if (K % 32 || N % 8 || M == 0)
+        return cudaErrorInvalidValue;
+    GemmArgs a = {};
+    a.C = C;
+    a.A = A;
+    a.B = B;
+    a.bias = bias;
+    a.M = M;
+    a.N = N;
+    a.K = K;
+    a.accumulate = accumulate;
+    dim3 grid((N + BN - 1) / BN, M, 1);
+    /* a short prompt: 32-row tiles up to 256 rows (the 128-row tile would leave most of
+     * the GPU idle: N / 128 blocks) */
+    return M <= 4 * SMALL_ROWS ? launch<false, 32, 32, 3>(a, grid, s)
+                               : launch<false, 128, 32, 3>(a, grid, s);
+}
+
+cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
+                                 const uint8_t *blocks, const uint8_t *scales, const float *bias,
+                                 const uint32_t *offsets, uint32_t E, uint32_t max_rows,
+                                 uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s)
+{
+    if (K % 64 || N % 8 || max_rows == 0 || E == 0 || K > 12288)
+        return cudaErrorInvalidValue;
+    GemmArgs a = {};
+    a.C = C;
+    a.act = act;
+    a.A = A;
+    a.a_rows = a_rows;
+    a.blocks = blocks;
+    a.scales = scales;
+    a.bias = bias;
+    a.offsets = offsets;
+    a.N = N;
+    a.K = K;
+    a.alpha = alpha;
+    a.limit = limit;
+    dim3 grid((N + BN - 1) / BN, max_rows, E);
+    return max_rows <= SMALL_ROWS * E ? launch<true, 32, 64, 6>(a, grid, s)
+                                      : launch<true, 128, 64, 3>(a, grid, s);
+}

@@ -1,0 +1,186 @@
+/* The kernels of the gpt-oss CUDA path and their launchers.  Activations are fp32 in
+ * the residual stream and fp16 where they feed a matrix product (fp16 keeps 10 bits of
+ * mantissa to bf16's 7; gpt-oss's activations there are bounded: normed, or the
+ * clamped SwiGLU's); the dense weights are converted from bf16 to fp16 at load, the
+ * MXFP4 experts stay MXFP4 and are decoded to fp16 inside the kernels; the KV cache is
+ * fp16.  The embedding table stays bf16.  Every launcher takes a stream and returns
+ * the launch's error.
+ *
+ * Layouts: a matrix [rows][cols] is row-major; activations are [tokens][width];
+ * MXFP4 weights are blocks [rows][cols/32][16] and scales [rows][cols/32]; the KV
+ * cache of a layer is [kv_heads][cap][head_dim], slot = position (full layers) or
+ * position % window (sliding layers, a ring of the window). */
+#ifndef GPT_CUDA_KERNELS_CUH
+#define GPT_CUDA_KERNELS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+typedef __nv_bfloat16 bf16;
+typedef __half f16;
+
+/* fp16 with saturation: beyond +-65504 stays at the largest finite value. */
+static __device__ __forceinline__ f16 to_f16(float x)
+{
+    return __float2half_rn(fminf(fmaxf(x, -65504.0f), 65504.0f));
+}
+
+/* E2M1 (MXFP4's values) to fp16 without a table in memory: the magnitudes' fp16 high
+ * bytes (0, 0.5, 1, 1.5, 2, 3, 4, 6: 00 38 3C 3E 40 42 44 46; the low byte is always 0)
+ * are looked up by byte permutes, the low bytes made 0 by prmt's sign-replicate mode
+ * (the high bytes are below 0x80), the sign bits moved in by shift and mask.  Exact.
+ * w: eight values, value i in bits 4i..4i+3; out[j] = half2(value j, value j + 4). */
+static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+
+static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[4])
+{
+    const uint32_t lo = 0x3E3C3800u, hi = 0x46444240u; /* high bytes of magnitudes 0-3, 4-7 */
+    uint32_t m = w & 0x77777777u;
+    uint32_t hb03 = prmt(lo, hi, m & 0xFFFFu), hb47 = prmt(lo, hi, m >> 16);
+    out[0] = prmt(hb03, hb47, 0x4808u) | ((w << 12) & 0x80008000u);
+    out[1] = prmt(hb03, hb47, 0x5919u) | ((w << 8) & 0x80008000u);
+    out[2] = prmt(hb03, hb47, 0x6A2Au) | ((w << 4) & 0x80008000u);
+    out[3] = prmt(hb03, hb47, 0x7B3Bu) | (w & 0x80008000u);
+}
+
+/* One layer's KV cache as the kernels see it (in device memory: the kernels of a
+ * captured decode step read it there, so one graph serves every sequence). */
+struct KvView {
+    f16 *k, *v;
+    uint32_t cap;   /* positions held */
+    uint32_t ring;  /* 1: slot = pos % cap */
+};
+
+/* A sequence's decode state in device memory: what one step reads and advances. */
+struct SeqState {
+    uint32_t pos;       /* tokens in the cache: the next token's position */
+    int32_t token;      /* the next token to run */
+    uint64_t step;      /* draws so far (keys the sampler's noise) */
+    uint64_t seed;
+    float temperature;  /* <= 0: greedy */
+    int32_t pick_id;    /* the last pick */
+    float pick_logprob; /* its log-softmax (temperature 1) */
+    uint32_t pad;
+};
+
+/* ---- elementwise and small ------------------------------------------------------- */
+
+/* bf16 -> fp16 in place over n values (the dense weights at load); values beyond
+ * fp16's range saturate and are counted into *overflow (may be NULL). */
+cudaError_t k_bf16_to_f16(void *p, size_t n, unsigned long long *overflow, cudaStream_t s);
+/* lo_hi[0] = min(lo_hi[0], min of p), lo_hi[1] = max(lo_hi[1], max of p) (the MXFP4
+ * scales' range at load). */
+cudaError_t k_byte_range(const uint8_t *p, size_t n, uint32_t *lo_hi, cudaStream_t s);
+/* x[t][:] = embed[ids[t]][:] as fp32. */
+cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T, uint32_t H,
+                    cudaStream_t s);
+/* out[t] = x[t] / rms(x[t]) * w, as f16 (out_h) and/or fp32 (out_f); either may be NULL. */
+cudaError_t k_rmsnorm(f16 *out_h, float *out_f, const float *x, const float *w, uint32_t T,
+                      uint32_t H, float eps, cudaStream_t s);
+/* The RoPE table: cos_sin[pos][i] = (cos, sin)(pos * inv_freq[i]) * attn_factor for
+ * pos < positions, i < half, computed in double (inv_freq: device, half doubles). */
+cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_factor,
+                         uint32_t positions, uint32_t half, cudaStream_t s);
+/* RoPE for T tokens at positions pos0 + t (pos0 = *d_pos when d_pos is not NULL):
+ * rotates q and k of the fp32 qkv rows [q | k | v] in place with the table cos_sin
+ * [positions][hd/2] (cos, sin already scaled by the attention factor).  Then either
+ * writes f16 copies (q into q_h unless NULL, k into k_h, v into v_h, rows of
+ * heads*hd and kv_heads*hd), or, with kv (the decode step, T = 1), stores k and v
+ * straight into the cache. */
+cudaError_t k_rope(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvView *kv,
+                   const float2 *cos_sin, const uint32_t *d_pos, uint32_t pos0, uint32_t T,
+                   uint32_t heads, uint32_t kv_heads, uint32_t hd, cudaStream_t s);
+/* Stores the k, v rows of T tokens at positions pos0.. into the cache (a ring keeps
+ * only the positions it can hold: the last cap). */
+cudaError_t k_kv_store(const KvView *kv, const f16 *k_h, const f16 *v_h, uint32_t pos0,
+                       uint32_t T, uint32_t kv_heads, uint32_t hd, cudaStream_t s);
+/* Router: logits[t][e] = w[e] . xn[t] + b[e] (xn fp32); the top-k ids (ties to the
+ * lower id) and their softmax. */
+cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w, const float *b,
+                     uint32_t T, uint32_t H, uint32_t E, uint32_t k, cudaStream_t s);
+/* The decode step's router after its logits (k_gemv_f16 of the router's weights):
+ * ids[0..k) and weights[0..k) from logits[E], as k_router does. */
+cudaError_t k_router_topk(int32_t *ids, float *weights, const float *logits, uint32_t E,
+                          uint32_t k, cudaStream_t s);
+/* x[t][h] += sum_j w[t][j] * out[slot[t][j]][h] (the experts' outputs, in a fixed order). */
+cudaError_t k_moe_combine(float *x, const float *out, const int32_t *slot, const float *w,
+                          uint32_t T, uint32_t k, uint32_t H, cudaStream_t s);
+/* Groups the T*k (token, expert) pairs by expert: counts[E], offsets[E+1], the token of
+ * every slot (rows[slot]) and the slot of every pair (slot_of[t*k+j]). */
+cudaError_t k_moe_group(int32_t *rows, int32_t *slot_of, uint32_t *counts, uint32_t *offsets,
+                        const int32_t *ids, uint32_t T, uint32_t k, uint32_t E, cudaStream_t s);
+/* The next token from logits[vocab]: greedy (st->temperature <= 0) or an exact draw
+ * from softmax(logits / temperature) by the Gumbel-max trick with a counter-based
+ * generator keyed by (st->seed, st->step).  Sets st->pick_id, st->pick_logprob (the
+ * log-softmax of the logits at the id, temperature 1) and st->token, and counts the
+ * step.  scratch: k_pick_scratch_bytes() of device memory, the partial results. */
+cudaError_t k_pick(SeqState *st, const float *logits, uint32_t vocab, void *scratch,
+                   cudaStream_t s);
+size_t k_pick_scratch_bytes(void);
+/* st->pos += n: the tokens just run are in the cache. */
+cudaError_t k_advance(SeqState *st, uint32_t n, cudaStream_t s);
+
+/* ---- matrix-vector products (decode) ----------------------------------------------- */
+
+/* y[r] = W[r] . x + b[r] (+ y[r] when accumulate), x fp32 [cols]; W f16 [rows][cols].
+ * With norm_w, x is RMSNorm(x) * norm_w first (as k_rmsnorm, eps). */
+cudaError_t k_gemv_f16(float *y, const f16 *W, const float *b, const float *x,
+                       const float *norm_w, float eps, uint32_t rows, uint32_t cols,
+                       int accumulate, cudaStream_t s);
+/* For the k experts of ids: act[j][i] = swiglu of rows 2i, 2i+1 of expert ids[j]'s
+ * gate_up (MXFP4 [E][2I][H]) . x + bias, as fp32 [k][I]; x normed first with norm_w as
+ * k_gemv_f16 does. */
+cudaError_t k_moe_gate_up_gemv(float *act, const uint8_t *blocks, const uint8_t *scales,
+                               const float *bias, const int32_t *ids, const float *x,
+                               const float *norm_w, float eps, uint32_t k, uint32_t H, uint32_t I,
+                               float alpha, float limit, cudaStream_t s);
+/* x[h] += sum_j w[j] * (down[ids[j]][h] . act[j] + bias[ids[j]][h]). */
+cudaError_t k_moe_down_gemv(float *x, const uint8_t *blocks, const uint8_t *scales,
+                            const float *bias, const int32_t *ids, const float *w,
+                            const float *act, uint32_t k, uint32_t H, uint32_t I, cudaStream_t s);
+
+/* ---- matrix products (prefill) ------------------------------------------------------ */
+
+/* C fp32 [M][N] = A f16 [M][K] . B f16 [N][K]^T + bias[N] (bias may be NULL; C +=
+ * when accumulate).  Tensor cores (mma.sync f16, fp32 accumulation); K % 32 == 0,
+ * N % 8 == 0. */
+cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *B, const float *bias, uint32_t M,
+                        uint32_t N, uint32_t K, int accumulate, cudaStream_t s);
+/* The experts' products, grouped: for expert e, the slots offsets[e]..offsets[e+1],
+ * whose A rows are A[a_rows[slot]] (or A[slot] when a_rows is NULL), times expert e's
+ * MXFP4 matrix [N][K] (blocks + e * N * K/2, scales + e * N * K/32), plus its bias
+ * (bias + e * N).  MXFP4 tiles are decoded into shared memory as f16, never to
+ * global memory.  Either C fp32 [slots][N], or, with act, the clamped SwiGLU of each
+ * (gate, up) column pair: act f16 [slots][N/2].  max_rows bounds every expert's slots
+ * (the grid is sized by it; blocks past an expert's count exit at once). */
+cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
+                                 const uint8_t *blocks, const uint8_t *scales, const float *bias,
+                                 const uint32_t *offsets, uint32_t E, uint32_t max_rows,
+                                 uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s);
+
+/* ---- attention ------------------------------------------------------------------------ */
+
+/* Decode: one query per head at position *d_pos over the cache (the last `window`
+ * positions on sliding layers, all on full ones), with a sink per head.  Splits the
+ * keys in `splits` parts (partials in scratch: splits * heads * (hd + 2) floats) and
+ * combines them.  out: fp32 [heads][hd]. */
+cudaError_t k_attention_decode(float *out, float *scratch, const float *q, const KvView *kv,
+                               const float *sinks, const uint32_t *d_pos, uint32_t heads,
+                               uint32_t kv_heads, uint32_t hd, uint32_t window, uint32_t splits,
+                               cudaStream_t s);
+/* Prefill: T queries at positions pos0.. (q f16 [T][heads*hd]); keys at positions
+ * below pos0 come from the cache, the chunk's own from k_new/v_new (f16
+ * [T][kv_heads*hd]).  Causal, the last `window` positions on sliding layers (window
+ * 0: all).  out: f16 [T][heads*hd]. */
+cudaError_t k_attention_prefill(f16 *out, const f16 *q, const f16 *k_new, const f16 *v_new,
+                                const KvView *kv, const float *sinks, uint32_t pos0, uint32_t T,
+                                uint32_t heads, uint32_t kv_heads, uint32_t hd, uint32_t window,
+                                cudaStream_t s);
+#endif

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The gpt-oss CUDA path on a GPU machine, in one command: the kernel check against the
+# CPU reference, the end-to-end checks against transformers (tiny and 20b-2l, bf16
+# tolerance), compute-sanitizer memcheck and racecheck on the tiny preset, and
+# `llmr bench engine` on a full-size synthetic gpt-oss-20b beside transformers on the
+# same weights.  Logs go to OUT; a summary table comes last.
+#
+# Usage: tests/gpu/run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]
+#   BUNDLE: what `make gpu-bundle` assembled (dist/gpu); OUT: a folder for the logs.
+#   STEPs (default: all, in this order): kernels e2e sanitize bench peer
+#   (and, asked for by name, `profile`: Nsight Compute's time per kernel over a 64-token
+#   prompt and 3 decode steps of the 20b preset)
+#   Environment: MODELS (default /tmp/llmr-models) holds the synthetic snapshots;
+#   BENCH_ARGS adds arguments to `llmr bench engine`, PEER_ARGS to the peer script.
+set -uo pipefail
+bundle=$(cd "${1:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}" && pwd)
+out=${2:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}
+shift 2
+steps=${*:-kernels e2e sanitize bench peer}
+mkdir -p "$out"
+models=${MODELS:-/tmp/llmr-models}
+mkdir -p "$models"
+export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LLMR_PLUGIN_DIRS="$bundle/plugins/engines"
+export PYTHONUNBUFFERED=1
+llmr="$bundle/bin/llmr"
+summary=()
+
+note() { summary+=("$1"); echo "== $1"; }
+
+synth() { # PRESET NAME SEED
+  if [[ ! -f "$models/$2/config.json" ]]; then
+    local t0=$SECONDS
+    "$llmr" model synth --preset "$1" --seed "$3" --out "$models/$2" \
+      --tokenizer-from "$bundle/data/gpt-oss" >"$out/synth-$2.log" 2>&1 \
+      || { note "synth $2: FAILED (see synth-$2.log)"; return 1; }
+    note "synth $2: $((SECONDS - t0)) s"
+  fi
+}
+
+for step in $steps; do
+  case $step in
+    kernels)
+      "$bundle/bin/gpt-oss-kernel-check" 2>&1 | tee "$out/kernels.log"
+      note "kernels: $(grep '^RESULT' "$out/kernels.log" || echo 'no result (crashed?)')"
+      ;;
+    e2e)
+      synth gpt-oss-tiny tiny 1 && synth gpt-oss-20b-2l l2 2
+      for m in tiny l2; do
+        python3 "$bundle/tests/check_gpt_oss.py" "$llmr" "$models/$m" --tolerance bf16 \
+          2>&1 | tee "$out/e2e-$m.log"
+        note "e2e $m: $(grep '^RESULT' "$out/e2e-$m.log" || echo 'no result')"
+      done
+      ;;
+    sanitize)
+      synth gpt-oss-tiny tiny 1
+      ids=$(seq 1000 37 12000 | head -200 | paste -sd,)
+      for tool in memcheck racecheck; do
+        compute-sanitizer --tool "$tool" --error-exitcode 3 "$llmr" logits "$models/tiny" \
+          --ids "$ids" --top 3 >"$out/sanitize-$tool-logits.log" 2>&1
+        rc1=$?
+        compute-sanitizer --tool "$tool" --error-exitcode 3 "$llmr" run "$models/tiny" \
+          --prompt-ids "$ids" --temperature 0.7 --max-tokens 40 --json \
+          >"$out/sanitize-$tool-run.log" 2>&1
+        rc2=$?
+        note "compute-sanitizer $tool: logits rc $rc1, run rc $rc2; $(grep -h 'ERROR SUMMARY' "$out"/sanitize-$tool-*.log | tr '\n' ' ')"
+      done
+      ;;
+    bench)
+      synth gpt-oss-20b 20b 3 || continue
+      # shellcheck disable=SC2086
+      "$llmr" bench engine "$models/20b" --json "$out/bench-llmr.json" ${BENCH_ARGS:-} \
+        2>&1 | tee "$out/bench-llmr.log"
+      note "llmr bench engine: $(tail -1 "$out/bench-llmr.log")"
+      ;;
+    peer)
+      synth gpt-oss-20b 20b 3 || continue
+      # shellcheck disable=SC2086
+      python3 "$bundle/tests/bench_transformers.py" "$models/20b" ${PEER_ARGS:-} \
+        2>&1 | tee "$out/bench-transformers.log"
+      note "transformers: $(tail -1 "$out/bench-transformers.log")"
+      ;;
+    profile)
+      synth gpt-oss-20b 20b 3 || continue
+      ids=$(seq 1000 37 9000 | head -64 | paste -sd,)
+      ncu --clock-control none --target-processes all --metrics gpu__time_duration.sum \
+        --print-summary per-kernel "$llmr" run "$models/20b" --prompt-ids "$ids" \
+        --max-tokens 3 --temperature 0 >"$out/profile.log" 2>&1
+      note "profile: rc $? (profile.log: time per kernel)"
+      ;;
+    *) note "unknown step $step" ;;
+  esac
+done
+echo
+echo "==== summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null))"
+printf '%s\n' "${summary[@]}"
