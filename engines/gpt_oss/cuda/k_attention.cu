@@ -14,17 +14,10 @@
  * Both are instantiated for head_dim 16 (the tiny preset) and 64 (gpt-oss). */
 #include <float.h>
 
-#include "kernels.cuh"
+#include "device_util.cuh"
 
 #define LOG2E 1.4426950408889634f
 #define TILE 64
-
-static __device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 
 static __device__ __forceinline__ uint32_t slot_of(const KvView &kv, uint32_t pos)
 {
@@ -175,15 +168,6 @@ cudaError_t k_attention_decode(float *out, float *scratch, const float *q, const
 }
 
 /* ---- prefill --------------------------------------------------------------------------- */
-
-static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
-                                                uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 static __device__ __forceinline__ uint32_t pack_f16(float lo, float hi)
 {

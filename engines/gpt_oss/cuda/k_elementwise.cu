@@ -3,14 +3,7 @@
  * next token.  See kernels.cuh. */
 #include <float.h>
 
-#include "kernels.cuh"
-
-static __device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
+#include "device_util.cuh"
 
 /* ---- conversions at load ----------------------------------------------------------------- */
 

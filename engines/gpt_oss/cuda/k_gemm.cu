@@ -7,7 +7,7 @@
  * the whole of K are read once per block) and are decoded into shared memory as fp16
  * one step at a time (exact: an E2M1 value times a power of two in fp16's range,
  * which the loader checks).  See kernels.cuh. */
-#include "kernels.cuh"
+#include "device_util.cuh"
 
 #define BN 128
 #define THREADS 256
@@ -25,49 +25,6 @@ struct GemmArgs {
     int accumulate;
     float alpha, limit;
 };
-
-static __device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "r"(valid ? 16 : 0));
-}
-
-static __device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int N>
-static __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
-}
-
-static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
-                                                uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-static __device__ __forceinline__ float e8m0(uint8_t s)
-{
-    return s ? __int_as_float((int)s << 23) : 5.877471754e-39f; /* 2^(s-127) */
-}
 
 static __device__ __forceinline__ float swiglu(float gate, float up, float alpha, float limit)
 {

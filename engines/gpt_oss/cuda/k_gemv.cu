@@ -8,16 +8,9 @@
  * read 32 floats apart (an MXFP4 group each) or 8 apart (8 fp16 weights each), which
  * without the padding falls into the same banks and serialises the warp 32 or 2
  * ways.  See kernels.cuh. */
-#include "kernels.cuh"
+#include "device_util.cuh"
 
 #define WARPS 8
-
-static __device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
 
 /* Where value i of a vector lives in the padded shared-memory copy. */
 static __device__ __forceinline__ uint32_t padded(uint32_t i)
@@ -152,11 +145,6 @@ cudaError_t k_gemv_f16(float *y, const f16 *W, const float *b, const float *x,
 }
 
 /* ---- MXFP4 ------------------------------------------------------------------------------- */
-
-static __device__ __forceinline__ float e8m0(uint8_t s)
-{
-    return s ? __int_as_float((int)s << 23) : 5.877471754e-39f; /* 2^(s-127) */
-}
 
 /* The dot product of one 32-value MXFP4 group (16 bytes, scale s) with x[0..32)
  * (16-byte aligned, contiguous: one group of the padded vector). */

@@ -27,29 +27,6 @@ static __device__ __forceinline__ f16 to_f16(float x)
     return __float2half_rn(fminf(fmaxf(x, -65504.0f), 65504.0f));
 }
 
-/* E2M1 (MXFP4's values) to fp16 without a table in memory: the magnitudes' fp16 high
- * bytes (0, 0.5, 1, 1.5, 2, 3, 4, 6: 00 38 3C 3E 40 42 44 46; the low byte is always 0)
- * are looked up by byte permutes, the low bytes made 0 by prmt's sign-replicate mode
- * (the high bytes are below 0x80), the sign bits moved in by shift and mask.  Exact.
- * w: eight values, value i in bits 4i..4i+3; out[j] = half2(value j, value j + 4). */
-static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
-{
-    uint32_t r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-    return r;
-}
-
-static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[4])
-{
-    const uint32_t lo = 0x3E3C3800u, hi = 0x46444240u; /* high bytes of magnitudes 0-3, 4-7 */
-    uint32_t m = w & 0x77777777u;
-    uint32_t hb03 = prmt(lo, hi, m & 0xFFFFu), hb47 = prmt(lo, hi, m >> 16);
-    out[0] = prmt(hb03, hb47, 0x4808u) | ((w << 12) & 0x80008000u);
-    out[1] = prmt(hb03, hb47, 0x5919u) | ((w << 8) & 0x80008000u);
-    out[2] = prmt(hb03, hb47, 0x6A2Au) | ((w << 4) & 0x80008000u);
-    out[3] = prmt(hb03, hb47, 0x7B3Bu) | (w & 0x80008000u);
-}
-
 /* One layer's KV cache as the kernels see it (in device memory: the kernels of a
  * captured decode step read it there, so one graph serves every sequence). */
 struct KvView {

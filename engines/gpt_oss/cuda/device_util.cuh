@@ -1,0 +1,94 @@
+/* Device helpers the kernel files share: warp reductions, the E8M0 scale, E2M1 to
+ * fp16 by byte permutes, and the inline PTX of the tensor-core kernels (cp.async,
+ * ldmatrix, mma.sync).  Included by the k_*.cu files only. */
+#ifndef GPT_CUDA_DEVICE_UTIL_CUH
+#define GPT_CUDA_DEVICE_UTIL_CUH
+
+#include "kernels.cuh"
+
+static __device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* An E8M0 scale: 2^(s-127). */
+static __device__ __forceinline__ float e8m0(uint8_t s)
+{
+    return s ? __int_as_float((int)s << 23) : 5.877471754e-39f;
+}
+
+/* E2M1 (MXFP4's values) to fp16 without a table in memory: the magnitudes' fp16 high
+ * bytes (0, 0.5, 1, 1.5, 2, 3, 4, 6: 00 38 3C 3E 40 42 44 46; the low byte is always 0)
+ * are looked up by byte permutes, the low bytes made 0 by prmt's sign-replicate mode
+ * (the high bytes are below 0x80), the sign bits moved in by shift and mask.  Exact.
+ * w: eight values, value i in bits 4i..4i+3; out[j] = half2(value j, value j + 4). */
+static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
+}
+
+static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[4])
+{
+    const uint32_t lo = 0x3E3C3800u, hi = 0x46444240u; /* high bytes of magnitudes 0-3, 4-7 */
+    uint32_t m = w & 0x77777777u;
+    uint32_t hb03 = prmt(lo, hi, m & 0xFFFFu), hb47 = prmt(lo, hi, m >> 16);
+    out[0] = prmt(hb03, hb47, 0x4808u) | ((w << 12) & 0x80008000u);
+    out[1] = prmt(hb03, hb47, 0x5919u) | ((w << 8) & 0x80008000u);
+    out[2] = prmt(hb03, hb47, 0x6A2Au) | ((w << 4) & 0x80008000u);
+    out[3] = prmt(hb03, hb47, 0x7B3Bu) | (w & 0x80008000u);
+}
+
+/* ---- tensor cores ---------------------------------------------------------------------- */
+
+static __device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared, asynchronously; !valid writes zeros. */
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(valid ? 16 : 0));
+}
+
+static __device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int N>
+static __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+/* c += a (16x16, row-major fragment) * b (16x8, col-major fragment), fp16 in, fp32 out. */
+static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
+                                                uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+#endif
