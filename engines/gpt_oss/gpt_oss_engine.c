@@ -128,17 +128,14 @@ static uint32_t context_of(const gpt_config *c, const llmr_engine_load_params *p
                                                                      : c->max_position;
 }
 
+#ifdef LLMR_GPT_CUDA
 /* The CUDA path runs when the plugin has it, the host gives a GPU and the options do
  * not ask for the CPU. */
 static bool use_gpu(const llmr_engine_load_params *p)
 {
-#ifdef LLMR_GPT_CUDA
     return p->gpu_index >= 0 && llmr_engine_option_u64(p->options_json, "cpu", 0) == 0;
-#else
-    (void)p;
-    return false;
-#endif
 }
+#endif
 
 static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
                             llmr_engine_memory *out)
@@ -159,6 +156,8 @@ static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engin
         out->ram_bytes = gpt_model_ram_estimate(&c, 0, 0);
         return LLMR_OK;
     }
+#else
+    (void)p; /* the load parameters choose only between paths this build lacks */
 #endif
     /* The weights are read in place from the page cache; a request's cache grows
      * with its tokens: count one request of INITIAL_CACHE positions each. */
