@@ -18,6 +18,12 @@ static __device__ __forceinline__ uint32_t padded(uint32_t i)
     return i + (i >> 5) * 4;
 }
 
+/* The vector and the norm weights are read 16 bytes at a time. */
+static bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15) == 0;
+}
+
 static size_t padded_bytes(uint32_t n)
 {
     return ((size_t)n + (n + 31) / 32 * 4) * sizeof(float);
@@ -130,7 +136,7 @@ cudaError_t k_gemv_f16(float *y, const f16 *W, const float *b, const float *x,
                        const float *norm_w, float eps, uint32_t rows, uint32_t cols,
                        int accumulate, cudaStream_t s)
 {
-    if (cols % 8 || cols > 10240)
+    if (cols % 8 || cols > 10240 || !aligned16(x) || !aligned16(norm_w))
         return cudaErrorInvalidValue;
     if (rows >= 32768) {
         uint32_t blocks = (rows + 2 * WARPS - 1) / (2 * WARPS);
@@ -231,7 +237,7 @@ cudaError_t k_moe_gate_up_gemv(float *act, const uint8_t *blocks, const uint8_t 
                                const float *norm_w, float eps, uint32_t k, uint32_t H, uint32_t I,
                                float alpha, float limit, cudaStream_t s)
 {
-    if (H % 32 || H > 10240)
+    if (H % 32 || H > 10240 || !aligned16(x) || !aligned16(norm_w))
         return cudaErrorInvalidValue;
     uint32_t blocks_n = (k * I + WARPS - 1) / WARPS;
     moe_gate_up_kernel<<<blocks_n, WARPS * 32, padded_bytes(H), s>>>(act, blocks, scales, bias,
@@ -304,7 +310,7 @@ cudaError_t k_moe_down_gemv(float *x, const uint8_t *blocks, const uint8_t *scal
                             const float *act, uint32_t k, uint32_t H, uint32_t I, cudaStream_t s)
 {
     size_t smem = padded_bytes(k * I);
-    if (I % 32 || k > MOE_K_MAX || smem > 200 * 1024)
+    if (I % 32 || k > MOE_K_MAX || smem > 200 * 1024 || !aligned16(act))
         return cudaErrorInvalidValue;
     static size_t configured = 48 * 1024; /* dynamic shared memory allowed so far */
     if (smem > configured) {

@@ -105,6 +105,8 @@ size_t k_pick_scratch_bytes(void);
 cudaError_t k_advance(SeqState *st, uint32_t n, cudaStream_t s);
 
 /* ---- matrix-vector products (decode) ----------------------------------------------- */
+/* Their vectors (x, act) and norm weights must be 16-byte aligned (every buffer the
+ * engine allocates is); otherwise they return cudaErrorInvalidValue. */
 
 /* y[r] = W[r] . x + b[r] (+ y[r] when accumulate), x fp32 [cols]; W f16 [rows][cols].
  * With norm_w, x is RMSNorm(x) * norm_w first (as k_rmsnorm, eps). */
