@@ -419,34 +419,57 @@ static void check_moe_prefill(uint32_t T)
     report("k_moe_combine", what, rel_l2(got.data(), want.data(), want.size()), 1e-6);
 }
 
+/* The decode step's experts: their fp16 inputs in the operand order (kernels.cuh); the
+ * CPU is given the same fp16 values, in order. */
+static std::vector<uint16_t> to_operand_order(const std::vector<float> &v)
+{
+    std::vector<uint16_t> out(v.size());
+    for (size_t i = 0; i < v.size(); i++)
+        out[(i & ~(size_t)7) + mx_operand_index((uint32_t)(i & 7))] = to_h(v[i]);
+    return out;
+}
+
+static std::vector<float> from_operand_order(const std::vector<uint16_t> &b)
+{
+    std::vector<float> out(b.size());
+    for (size_t i = 0; i < b.size(); i++)
+        out[i] = from_h(b[(i & ~(size_t)7) + mx_operand_index((uint32_t)(i & 7))]);
+    return out;
+}
+
 static void check_moe_decode()
 {
     const uint32_t E = 32, k = 4, H = 2880, I = 2880;
     Experts gu = random_experts(E, 2 * I, H), dn = random_experts(E, H, I);
     auto x = random_f32(H, 3.0f), x0 = random_f32(H, 1.0f), nw = random_f32(H, 1.0f);
-    std::vector<float> xn(H); /* the kernel norms x itself, as the decode step has it */
+    std::vector<float> xn(H);
     gpt_rmsnorm(xn.data(), x.data(), nw.data(), H, 1e-5f);
+    std::vector<uint16_t> xq = to_operand_order(xn);
+    std::vector<float> xq_f = from_operand_order(xq); /* xn as the fp16 the GPU is given */
     std::vector<int32_t> ids = {3, 17, 0, 31};
     std::vector<float> w = {0.4f, 0.3f, 0.2f, 0.1f};
     std::vector<float> want_act(k * I), gu_out(2 * I);
     for (uint32_t j = 0; j < k; j++) {
         gpt_mxfp4 m = gu.view(ids[j]);
-        gpt_linear_mxfp4(pool, gu_out.data(), xn.data(), 1, &m, &gu.bias[(size_t)ids[j] * 2 * I]);
+        gpt_linear_mxfp4(pool, gu_out.data(), xq_f.data(), 1, &m, &gu.bias[(size_t)ids[j] * 2 * I]);
         for (uint32_t i = 0; i < I; i++)
             want_act[j * I + i] = swiglu_ref(gu_out[2 * i], gu_out[2 * i + 1]);
     }
     uint8_t *gub = upload(gu.blocks), *gus = upload(gu.scales), *dnb = upload(dn.blocks),
             *dns = upload(dn.scales);
-    float *gubias = upload(gu.bias), *dnbias = upload(dn.bias), *dx = upload(x),
-          *dact = dev<float>(k * I), *dxr = upload(x0), *dw = upload(w), *dnw = upload(nw);
+    float *gubias = upload(gu.bias), *dnbias = upload(dn.bias), *dxr = upload(x0),
+          *dw = upload(w);
+    f16 *dxq = reinterpret_cast<f16 *>(upload(xq)), *dact = dev<f16>(k * I);
     int32_t *dids = upload(ids);
-    check(k_moe_gate_up_gemv(dact, gub, gus, gubias, dids, dx, dnw, 1e-5f, k, H, I, 1.702f, 7.0f, 0),
+    check(k_moe_gate_up_gemv(dact, gub, gus, gubias, dids, dxq, k, H, I, 1.702f, 7.0f, 0),
           "k_moe_gate_up_gemv");
-    auto act = download(dact, k * I);
-    report("k_moe_gate_up_gemv", "4 experts, 5760 x 2880, RMSNorm + SwiGLU",
-           rel_l2(act.data(), want_act.data(), k * I), 1e-5);
-    check(k_moe_down_gemv(dxr, dnb, dns, dnbias, dids, dw, dact, k, H, I, 0), "k_moe_down_gemv");
-    auto got = download(dxr, H);
+    auto act_b = download(reinterpret_cast<uint16_t *>(dact), k * I);
+    auto act = from_operand_order(act_b);
+    report("k_moe_gate_up_gemv", "4 experts, 5760 x 2880, SwiGLU, fp16 out",
+           rel_l2(act.data(), want_act.data(), k * I), 1e-3);
+    size_t scratch_bytes = k_moe_down_scratch_bytes(k, H);
+    uint8_t *scratch = dev<uint8_t>(scratch_bytes);
+    CUDA_OK(cudaMemset(scratch, 0, scratch_bytes));
     std::vector<float> want = x0, d(H);
     for (uint32_t j = 0; j < k; j++) {
         gpt_mxfp4 m = dn.view(ids[j]);
@@ -454,8 +477,58 @@ static void check_moe_decode()
         for (uint32_t h = 0; h < H; h++)
             want[h] += w[j] * d[h];
     }
-    report("k_moe_down_gemv", "4 experts, 2880 x 2880, weighted sum",
-           rel_l2(got.data(), want.data(), H), 1e-5);
+    /* twice: the second launch finds the tile counters the first left */
+    for (int round = 0; round < 2; round++) {
+        check(k_moe_down_gemv(dxr, dnb, dns, dnbias, dids, dw, dact, scratch, k, H, I, 0),
+              "k_moe_down_gemv");
+        auto got = download(dxr, H);
+        report("k_moe_down_gemv", round ? "the same again (counters reset)" : "4 experts, 2880 x 2880, weighted sum",
+               rel_l2(got.data(), want.data(), H), 1e-5);
+        if (!round)
+            for (uint32_t j = 0; j < k; j++) {
+                gpt_mxfp4 m = dn.view(ids[j]);
+                gpt_linear_mxfp4(pool, d.data(), &act[j * I], 1, &m, &dn.bias[(size_t)ids[j] * H]);
+                for (uint32_t h = 0; h < H; h++)
+                    want[h] += w[j] * d[h];
+            }
+    }
+}
+
+/* The E8M0 scales' whole range that the loader lets through (2^-23 .. 2^13, fp16
+ * subnormal below 2^-14): one expert whose row h has scale 104 + h % 37 in every group;
+ * the error measured per scale, so small rows are not drowned by large ones. */
+static void check_moe_decode_scales()
+{
+    const uint32_t k = 1, H = 2880, I = 2880;
+    Experts dn = random_experts(2, H, I);
+    for (uint32_t h = 0; h < H; h++)
+        for (uint32_t c = 0; c < I / 32; c++)
+            dn.scales[((size_t)H + h) * (I / 32) + c] = (uint8_t)(104 + h % 37);
+    std::fill(dn.bias.begin(), dn.bias.end(), 0.0f);
+    std::vector<uint16_t> act = to_operand_order(random_f32(I, 1.0f));
+    std::vector<float> act_f = from_operand_order(act), want(H), x0(H, 0.0f);
+    std::vector<int32_t> ids = {1};
+    std::vector<float> w = {1.0f};
+    gpt_mxfp4 m = dn.view(1);
+    gpt_linear_mxfp4(pool, want.data(), act_f.data(), 1, &m, &dn.bias[H]);
+    size_t scratch_bytes = k_moe_down_scratch_bytes(k, H);
+    uint8_t *scratch = dev<uint8_t>(scratch_bytes);
+    CUDA_OK(cudaMemset(scratch, 0, scratch_bytes));
+    float *dx = upload(x0), *dnbias = upload(dn.bias), *dw = upload(w);
+    check(k_moe_down_gemv(dx, upload(dn.blocks), upload(dn.scales), dnbias, upload(ids), dw,
+                          reinterpret_cast<f16 *>(upload(act)), scratch, k, H, I, 0),
+          "k_moe_down_gemv");
+    auto got = download(dx, H);
+    double worst = 0;
+    for (uint32_t s = 0; s < 37; s++) {
+        std::vector<float> a, b;
+        for (uint32_t h = s; h < H; h += 37) {
+            a.push_back(got[h]);
+            b.push_back(want[h]);
+        }
+        worst = std::max(worst, rel_l2(a.data(), b.data(), a.size()));
+    }
+    report("k_moe_down_gemv", "scales 2^-23 .. 2^13: worst of 37", worst, 1e-5);
 }
 
 static void check_router()
@@ -489,32 +562,41 @@ static void check_router()
     report("k_router", "33 tokens, top 4 of 32: ids that differ", differ, 0);
     report("k_router", "their softmax weights", rel_l2(w.data(), want_w.data(), T * k), 1e-5);
 
-    /* the decode step's router: the logits of the last token by k_gemv_f16, then the top-k
-     * (two logits tied at the top-k boundary: the lower expert wins) */
-    float *dl = dev<float>(E);
-    const float *x_last = dx + (size_t)(T - 1) * H;
-    check(k_gemv_f16(dl, dW, db, x_last, NULL, 0.0f, E, H, 0, 0), "k_gemv_f16 (router)");
-    auto got_l = download(dl, E);
-    report("k_gemv_f16", "router logits, 32 x 2880",
-           rel_l2(got_l.data(), &logits[(size_t)(T - 1) * E], E), 1e-5);
-    std::vector<float> tie = got_l;
+    /* the decode step's router in one launch, from the raw residual (normed inside), with
+     * the rows of the 4th and 5th largest logits made equal: the lower expert wins */
+    auto x1 = random_f32(H, 3.0f), nw = random_f32(H, 1.0f);
+    std::vector<float> xn(H), l1;
+    gpt_rmsnorm(xn.data(), x1.data(), nw.data(), H, 1e-5f);
+    cpu_linear(l1, xn, 1, wb, E, H, b.data());
     uint32_t order[64];
     for (uint32_t e = 0; e < E; e++)
         order[e] = e;
-    std::sort(order, order + E, [&](uint32_t a, uint32_t b) { return tie[a] > tie[b]; });
-    tie[order[4]] = tie[order[3]]; /* the 4th and 5th now tie */
-    float *dt = upload(tie);
-    check(k_router_topk(di, dw, dt, E, k, 0), "k_router_topk");
-    auto ids1 = download(di, k);
-    auto w1 = download(dw, k);
+    std::sort(order, order + E, [&](uint32_t a, uint32_t c) { return l1[a] > l1[c]; });
+    std::vector<uint16_t> wt = wb;
+    std::vector<float> bt = b;
+    std::copy(wt.begin() + (size_t)order[3] * H, wt.begin() + (size_t)(order[3] + 1) * H,
+              wt.begin() + (size_t)order[4] * H);
+    bt[order[4]] = bt[order[3]];
+    cpu_linear(l1, xn, 1, wt, E, H, bt.data());
     uint32_t idx[8];
     float want1[8];
-    gpt_router_topk(tie.data(), E, k, idx, want1);
+    gpt_router_topk(l1.data(), E, k, idx, want1);
+    float *dx1 = upload(x1), *dnw = upload(nw), *dbt = upload(bt);
+    f16 *dwt = reinterpret_cast<f16 *>(upload(wt)), *dxq = dev<f16>(H);
+    check(k_router_decode(di, dw, dxq, dx1, dnw, 1e-5f, dwt, dbt, H, E, k, 0), "k_router_decode");
+    auto ids1 = download(di, k);
+    auto w1 = download(dw, k);
     double differ1 = 0;
     for (uint32_t j = 0; j < k; j++)
         differ1 += ids1[j] != (int32_t)idx[j];
-    report("k_router_topk", "top 4 of 32 with a tie: ids that differ", differ1, 0);
-    report("k_router_topk", "their softmax weights", rel_l2(w1.data(), want1, k), 1e-6);
+    report("k_router_decode", "top 4 of 32, a tie at the 4th: ids that differ", differ1, 0);
+    report("k_router_decode", "their softmax weights", rel_l2(w1.data(), want1, k), 1e-5);
+    auto xq = h_to_floats(download(reinterpret_cast<uint16_t *>(dxq), H));
+    std::vector<float> xq_want(H);
+    for (uint32_t i = 0; i < H; i++)
+        xq_want[mx_operand_index(i)] = xn[i];
+    report("k_router_decode", "the normed input, fp16 in the operand order",
+           rel_l2(xq.data(), xq_want.data(), H), 1e-3);
 }
 
 static gpt_rope make_rope()
@@ -792,6 +874,7 @@ int main()
     check_router();
     check_rope();
     check_moe_decode();
+    check_moe_decode_scales();
     check_moe_prefill(64);
     check_moe_prefill(600);
     check_attention_decode(64, 8, 64, 3000, false, 0, 2999, 32);

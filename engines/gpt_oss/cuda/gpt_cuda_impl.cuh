@@ -45,9 +45,10 @@ struct PrefillBuf {
 
 /* The scratch of the decode step. */
 struct DecodeBuf {
-    float *x, *qkv, *attn, *part, *act, *ew, *logits;
-    float *rlogits; /* the router's logits [experts] */
+    float *x, *qkv, *attn, *part, *ew, *logits;
     int32_t *eids;
+    f16 *xq, *act;  /* the experts' fp16 inputs, in the operand order (kernels.cuh) */
+    void *moe_down; /* k_moe_down_gemv's scratch */
 };
 
 struct gpt_cuda {

@@ -60,8 +60,9 @@ static uint64_t scratch_bytes(const gpt_config *c, uint32_t T)
                   (uint64_t)GPT_CUDA_LOGIT_ROWS * c->vocab * 4 + T * H * 2 + T * Q * 2 +
                   2 * T * KV * 2 + T * Q * 2 + T * k * c->inter * 2 + 4 * T * k * 4 +
                   (2 * c->experts + 1) * 4;
-    uint64_t dc = (2 * H + qkv_rows(c) + Q + GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2) +
-                   k * c->inter + k + c->vocab) * 4 + k * 4;
+    uint64_t dc = (2 * H + qkv_rows(c) + Q + k + c->vocab) * 4 + k * 4 +
+                  (uint64_t)GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2) * 4 +
+                  k * c->inter * 2 + H * 2 + k_moe_down_scratch_bytes(c->top_k, c->hidden);
     return pf + dc + 64 * 256; /* each buffer rounded to 256 bytes */
 }
 
@@ -305,8 +306,8 @@ static llmr_status check_shapes(const gpt_config *c, char *err)
     else if (c->hidden % 64 || c->hidden > 10240 || c->inter % 64 ||
              c->heads * c->head_dim > 10240)
         why = "hidden and intermediate sizes must be multiples of 64 (hidden at most 10240)";
-    else if ((uint64_t)c->top_k * c->inter * 9 / 2 > 200 * 1024)
-        why = "top_k * intermediate_size is too large for the decode kernels";
+    else if (c->inter > 12288)
+        why = "intermediate_size must be at most 12288 (the decode kernels' slices)";
     else if (c->vocab % 8)
         why = "the vocabulary must be a multiple of 8";
     else if (c->layers > 256)
@@ -353,11 +354,16 @@ static cudaError_t alloc_scratch(gpt_cuda *g)
     A(d->attn, Q);
     A(d->part, (size_t)GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2));
     A(d->act, k * c->inter);
+    A(d->xq, H);
     A(d->ew, k);
     A(d->logits, c->vocab);
     A(d->eids, k);
-    A(d->rlogits, c->experts);
     A(g->pick_scratch, k_pick_scratch_bytes());
+    size_t down_bytes = k_moe_down_scratch_bytes(c->top_k, c->hidden);
+    if (e == cudaSuccess)
+        e = dalloc(g, &d->moe_down, down_bytes);
+    if (e == cudaSuccess)
+        e = cudaMemset(d->moe_down, 0, down_bytes);
 #undef A
     return e;
 }

@@ -302,21 +302,24 @@ static cudaError_t enqueue_step(gpt_cuda *g)
     for (uint32_t l = 0; l < c->layers; l++) {
         const DevLayer *L = &g->layers[l];
         const KvView *kv = cur_kv(g) + l;
-        /* the RMSNorms happen inside the kernels that read their output */
-        CK(k_gemv_f16(d->qkv, L->wqkv, L->bqkv, d->x, L->attn_norm, eps, qkv_width(c), H, 0, st));
+        /* the RMSNorms happen inside the kernels that read their output, the router's
+         * top-k inside its GEMV */
+        CK(k_gemv_f16(d->qkv, L->wqkv, L->bqkv, d->x, L->attn_norm, eps, qkv_width(c), H, 0,
+                      st));
         CK(k_rope(d->qkv, NULL, NULL, NULL, kv, g->cos_sin, &state->pos, 0, 1, c->heads,
                   c->kv_heads, c->head_dim, st));
         CK(k_attention_decode(d->attn, d->part, d->qkv, kv, L->sinks, &state->pos, c->heads,
                               c->kv_heads, c->head_dim, L->window, L->splits, st));
         CK(k_gemv_f16(d->x, L->wo, L->bo, d->attn, NULL, 0.0f, H, QW, 1, st));
-        CK(k_gemv_f16(d->rlogits, L->wr, L->br, d->x, L->mlp_norm, eps, c->experts, H, 0, st));
-        CK(k_router_topk(d->eids, d->ew, d->rlogits, c->experts, k, st));
-        CK(k_moe_gate_up_gemv(d->act, L->gu_blocks, L->gu_scales, L->gu_bias, d->eids, d->x,
-                              L->mlp_norm, eps, k, H, c->inter, SWIGLU_ALPHA, limit, st));
+        CK(k_router_decode(d->eids, d->ew, d->xq, d->x, L->mlp_norm, eps, L->wr, L->br, H,
+                           c->experts, k, st));
+        CK(k_moe_gate_up_gemv(d->act, L->gu_blocks, L->gu_scales, L->gu_bias, d->eids, d->xq, k,
+                              H, c->inter, SWIGLU_ALPHA, limit, st));
         CK(k_moe_down_gemv(d->x, L->dn_blocks, L->dn_scales, L->dn_bias, d->eids, d->ew, d->act,
-                           k, H, c->inter, st));
+                           d->moe_down, k, H, c->inter, st));
     }
-    CK(k_gemv_f16(d->logits, g->lm_head, NULL, d->x, g->final_norm, eps, c->vocab, H, 0, st));
+    CK(k_gemv_f16(d->logits, g->lm_head, NULL, d->x, g->final_norm, eps, c->vocab, H, 0,
+                  st));
     CK(k_advance(state, 1, st));
     return k_pick(state, d->logits, c->vocab, g->pick_scratch, st);
 }

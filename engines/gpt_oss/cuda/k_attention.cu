@@ -34,6 +34,8 @@ __global__ void __launch_bounds__(256) attn_decode_kernel(float *scratch, const 
                                                           uint32_t window, uint32_t splits,
                                                           float scale2)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     constexpr int DPL = HD >= 32 ? HD / 32 : 1; /* dims per lane */
     __shared__ float Ks[TILE][HD + 1];
     __shared__ float Vs[TILE][HD];
@@ -127,6 +129,8 @@ __global__ void __launch_bounds__(256) attn_decode_kernel(float *scratch, const 
 __global__ void attn_combine_kernel(float *out, const float *scratch, const float *sinks,
                                     uint32_t heads, uint32_t hd, uint32_t splits)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     uint32_t h = blockIdx.x, d = threadIdx.x;
     float sink = sinks[h] * LOG2E, M = sink;
     for (uint32_t s = 0; s < splits; s++)
@@ -153,17 +157,17 @@ cudaError_t k_attention_decode(float *out, float *scratch, const float *q, const
     dim3 grid(kv_heads, splits);
     float scale2 = LOG2E / sqrtf((float)hd);
     if (hd == 64)
-        attn_decode_kernel<64><<<grid, 256, 0, s>>>(scratch, q, kv, d_pos, heads, kv_heads, window,
+        LAUNCH(attn_decode_kernel<64>, grid, 256, 0, s, scratch, q, kv, d_pos, heads, kv_heads, window,
                                                     splits, scale2);
     else if (hd == 16)
-        attn_decode_kernel<16><<<grid, 256, 0, s>>>(scratch, q, kv, d_pos, heads, kv_heads, window,
+        LAUNCH(attn_decode_kernel<16>, grid, 256, 0, s, scratch, q, kv, d_pos, heads, kv_heads, window,
                                                     splits, scale2);
     else
         return cudaErrorInvalidValue;
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
         return err;
-    attn_combine_kernel<<<heads, hd < 32 ? 32 : hd, 0, s>>>(out, scratch, sinks, heads, hd, splits);
+    LAUNCH(attn_combine_kernel, heads, hd < 32 ? 32 : hd, 0, s, out, scratch, sinks, heads, hd, splits);
     return cudaGetLastError();
 }
 
@@ -188,6 +192,8 @@ __global__ void __launch_bounds__(128) attn_prefill_kernel(f16 *out, const f16 *
                                                            uint32_t heads, uint32_t kv_heads,
                                                            uint32_t window, float scale2)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     constexpr int KS = HD / 16; /* k16 steps of S = Q K^T */
     constexpr int NO = HD / 8;  /* n8 tiles of O */
     constexpr int LK = HD + 8, LV = TILE + 8;
@@ -338,10 +344,10 @@ cudaError_t k_attention_prefill(f16 *out, const f16 *q, const f16 *k_new, const 
     dim3 grid((T + 63) / 64, heads);
     float scale2 = LOG2E / sqrtf((float)hd);
     if (hd == 64)
-        attn_prefill_kernel<64><<<grid, 128, 0, s>>>(out, q, k_new, v_new, kv, sinks, pos0, T,
+        LAUNCH(attn_prefill_kernel<64>, grid, 128, 0, s, out, q, k_new, v_new, kv, sinks, pos0, T,
                                                      heads, kv_heads, window, scale2);
     else if (hd == 16)
-        attn_prefill_kernel<16><<<grid, 128, 0, s>>>(out, q, k_new, v_new, kv, sinks, pos0, T,
+        LAUNCH(attn_prefill_kernel<16>, grid, 128, 0, s, out, q, k_new, v_new, kv, sinks, pos0, T,
                                                      heads, kv_heads, window, scale2);
     else
         return cudaErrorInvalidValue;

@@ -48,6 +48,8 @@ cudaError_t k_byte_range(const uint8_t *p, size_t n, uint32_t *lo_hi, cudaStream
 
 __global__ void embed_kernel(float *x, const bf16 *embed, const int32_t *ids, uint32_t H)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     uint32_t t = blockIdx.x;
     const bf16 *row = embed + (size_t)ids[t] * H;
     for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
@@ -57,7 +59,7 @@ __global__ void embed_kernel(float *x, const bf16 *embed, const int32_t *ids, ui
 cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T, uint32_t H,
                     cudaStream_t s)
 {
-    embed_kernel<<<T, 256, 0, s>>>(x, embed, ids, H);
+    LAUNCH(embed_kernel, T, 256, 0, s, x, embed, ids, H);
     return cudaGetLastError();
 }
 
@@ -66,6 +68,8 @@ cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T,
 __global__ void rmsnorm_kernel(f16 *out_h, float *out_f, const float *x, const float *w,
                                uint32_t H, float eps)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     __shared__ float partial[32];
     uint32_t t = blockIdx.x;
     const float *xr = x + (size_t)t * H;
@@ -96,7 +100,7 @@ __global__ void rmsnorm_kernel(f16 *out_h, float *out_f, const float *x, const f
 cudaError_t k_rmsnorm(f16 *out_h, float *out_f, const float *x, const float *w, uint32_t T,
                       uint32_t H, float eps, cudaStream_t s)
 {
-    rmsnorm_kernel<<<T, 512, 0, s>>>(out_h, out_f, x, w, H, eps);
+    LAUNCH(rmsnorm_kernel, T, 512, 0, s, out_h, out_f, x, w, H, eps);
     return cudaGetLastError();
 }
 
@@ -128,6 +132,8 @@ __global__ void rope_kernel(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvVi
                             const float2 *cos_sin, const uint32_t *d_pos, uint32_t pos0,
                             uint32_t heads, uint32_t kv_heads, uint32_t hd)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     uint32_t t = blockIdx.x, half = hd / 2;
     uint32_t pos = (d_pos ? *d_pos : pos0) + t;
     uint32_t qw = heads * hd, kvw = kv_heads * hd, width = qw + 2 * kvw;
@@ -172,7 +178,7 @@ cudaError_t k_rope(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvView *kv,
 {
     if (kv && T != 1)
         return cudaErrorInvalidValue;
-    rope_kernel<<<T, 256, 0, s>>>(qkv, q_h, k_h, v_h, kv, cos_sin, d_pos, pos0, heads, kv_heads,
+    LAUNCH(rope_kernel, T, 256, 0, s, qkv, q_h, k_h, v_h, kv, cos_sin, d_pos, pos0, heads, kv_heads,
                                   hd);
     return cudaGetLastError();
 }
@@ -180,6 +186,8 @@ cudaError_t k_rope(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvView *kv,
 __global__ void kv_store_kernel(const KvView *kvp, const f16 *k_h, const f16 *v_h,
                                 uint32_t pos0, uint32_t T, uint32_t kv_heads, uint32_t hd)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     const KvView kv = *kvp;
     uint32_t t = blockIdx.x, pos = pos0 + t;
     if (kv.ring && T > kv.cap && t < T - kv.cap)
@@ -198,54 +206,11 @@ __global__ void kv_store_kernel(const KvView *kvp, const f16 *k_h, const f16 *v_
 cudaError_t k_kv_store(const KvView *kv, const f16 *k_h, const f16 *v_h, uint32_t pos0,
                        uint32_t T, uint32_t kv_heads, uint32_t hd, cudaStream_t s)
 {
-    kv_store_kernel<<<T, 256, 0, s>>>(kv, k_h, v_h, pos0, T, kv_heads, hd);
+    LAUNCH(kv_store_kernel, T, 256, 0, s, kv, k_h, v_h, pos0, T, kv_heads, hd);
     return cudaGetLastError();
 }
 
 /* ---- the router ------------------------------------------------------------------------- */
-
-/* The top-k of E (<= 64) logits by one warp: lanes hold two logits each, k rounds of
- * a warp argmax (ties to the lower expert, as the CPU reference), then the softmax
- * over the chosen.  Lanes < k write ids[lane] and weights[lane]. */
-static __device__ void warp_topk(int32_t *ids, float *weights, const float *logits, uint32_t E,
-                                 uint32_t k)
-{
-    uint32_t lane = threadIdx.x & 31;
-    float v0 = lane < E ? logits[lane] : -FLT_MAX, v1 = lane + 32 < E ? logits[lane + 32] : -FLT_MAX;
-    float chosen_logit = 0, first = 0, sum = 0;
-    int32_t chosen = -1;
-    for (uint32_t j = 0; j < k; j++) {
-        float best = v0;
-        int32_t id = lane < E ? (int32_t)lane : 0x7fffffff;
-        if (v1 > best) {
-            best = v1;
-            id = (int32_t)(lane + 32);
-        }
-        for (int o = 16; o > 0; o >>= 1) {
-            float ob = __shfl_xor_sync(0xffffffffu, best, o);
-            int32_t oi = __shfl_xor_sync(0xffffffffu, id, o);
-            if (ob > best || (ob == best && oi < id)) {
-                best = ob;
-                id = oi;
-            }
-        }
-        if (j == 0)
-            first = best;
-        if (lane == j) {
-            chosen = id;
-            chosen_logit = best;
-        }
-        sum += __expf(best - first);
-        if ((uint32_t)id == lane) /* out of the next rounds */
-            v0 = -FLT_MAX;
-        if ((uint32_t)id == lane + 32)
-            v1 = -FLT_MAX;
-    }
-    if (lane < k) {
-        ids[lane] = chosen;
-        weights[lane] = __expf(chosen_logit - first) / sum;
-    }
-}
 
 /* One block of 8 warps per token; warp w takes experts w, w + 8, ...; 16-byte loads of
  * the router's fp16 rows against the token's normed input in fp32 (so the choice of
@@ -254,6 +219,8 @@ __global__ void __launch_bounds__(256) router_kernel(int32_t *ids, float *weight
                                                      const f16 *w, const float *b, uint32_t H,
                                                      uint32_t E, uint32_t k)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     __shared__ float logits[64];
     uint32_t t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const float4 *x4 = reinterpret_cast<const float4 *>(xn + (size_t)t * H);
@@ -298,22 +265,7 @@ cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w
 {
     if (E > 64 || k > 8 || k > E || H % 8)
         return cudaErrorInvalidValue;
-    router_kernel<<<T, 256, 0, s>>>(ids, weights, xn, w, b, H, E, k);
-    return cudaGetLastError();
-}
-
-__global__ void router_topk_kernel(int32_t *ids, float *weights, const float *logits, uint32_t E,
-                                   uint32_t k)
-{
-    warp_topk(ids, weights, logits, E, k);
-}
-
-cudaError_t k_router_topk(int32_t *ids, float *weights, const float *logits, uint32_t E,
-                          uint32_t k, cudaStream_t s)
-{
-    if (E > 64 || k > 8 || k > E)
-        return cudaErrorInvalidValue;
-    router_topk_kernel<<<1, 32, 0, s>>>(ids, weights, logits, E, k);
+    LAUNCH(router_kernel, T, 256, 0, s, ids, weights, xn, w, b, H, E, k);
     return cudaGetLastError();
 }
 
@@ -332,6 +284,8 @@ __global__ void __launch_bounds__(GROUP_THREADS) moe_group_kernel(int32_t *rows,
                                                                   uint32_t pairs, uint32_t k,
                                                                   uint32_t E)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     __shared__ uint32_t cnt[64], base[64];
     __shared__ uint16_t in_warp[GROUP_THREADS / 32][64];
     const uint32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -386,13 +340,15 @@ cudaError_t k_moe_group(int32_t *rows, int32_t *slot_of, uint32_t *counts, uint3
 {
     if (E > 64)
         return cudaErrorInvalidValue;
-    moe_group_kernel<<<1, GROUP_THREADS, 0, s>>>(rows, slot_of, counts, offsets, ids, T * k, k, E);
+    LAUNCH(moe_group_kernel, 1, GROUP_THREADS, 0, s, rows, slot_of, counts, offsets, ids, T * k, k, E);
     return cudaGetLastError();
 }
 
 __global__ void moe_combine_kernel(float *x, const float *out, const int32_t *slot,
                                    const float *w, uint32_t k, uint32_t H)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     uint32_t t = blockIdx.x;
     for (uint32_t h = threadIdx.x; h < H; h += blockDim.x) {
         float acc = 0;
@@ -405,7 +361,7 @@ __global__ void moe_combine_kernel(float *x, const float *out, const int32_t *sl
 cudaError_t k_moe_combine(float *x, const float *out, const int32_t *slot, const float *w,
                           uint32_t T, uint32_t k, uint32_t H, cudaStream_t s)
 {
-    moe_combine_kernel<<<T, 256, 0, s>>>(x, out, slot, w, k, H);
+    LAUNCH(moe_combine_kernel, T, 256, 0, s, x, out, slot, w, k, H);
     return cudaGetLastError();
 }
 
@@ -500,6 +456,8 @@ __global__ void __launch_bounds__(PICK_THREADS) pick_slice_kernel(PickPart *part
                                                                   const float *logits,
                                                                   uint32_t vocab)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     const uint64_t step = st->step, seed = st->seed;
     const float temperature = st->temperature;
     uint32_t per = (vocab + PICK_BLOCKS - 1) / PICK_BLOCKS;
@@ -525,6 +483,8 @@ __global__ void __launch_bounds__(PICK_BLOCKS) pick_merge_kernel(SeqState *st,
                                                                  const float *logits,
                                                                  const PickPart *parts)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     PickPart p = parts[threadIdx.x];
     float best = p.best, mx = p.max;
     int32_t id = p.id;
@@ -544,18 +504,20 @@ cudaError_t k_pick(SeqState *st, const float *logits, uint32_t vocab, void *scra
     if (vocab == 0)
         return cudaErrorInvalidValue;
     PickPart *parts = static_cast<PickPart *>(scratch);
-    pick_slice_kernel<<<PICK_BLOCKS, PICK_THREADS, 0, s>>>(parts, st, logits, vocab);
-    pick_merge_kernel<<<1, PICK_BLOCKS, 0, s>>>(st, logits, parts);
+    LAUNCH(pick_slice_kernel, PICK_BLOCKS, PICK_THREADS, 0, s, parts, st, logits, vocab);
+    LAUNCH(pick_merge_kernel, 1, PICK_BLOCKS, 0, s, st, logits, parts);
     return cudaGetLastError();
 }
 
 __global__ void advance_kernel(SeqState *st, uint32_t n)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     st->pos += n;
 }
 
 cudaError_t k_advance(SeqState *st, uint32_t n, cudaStream_t s)
 {
-    advance_kernel<<<1, 1, 0, s>>>(st, n);
+    LAUNCH(advance_kernel, 1, 1, 0, s, st, n);
     return cudaGetLastError();
 }

@@ -40,6 +40,8 @@ static __device__ __forceinline__ float swiglu(float gate, float up, float alpha
 template <bool MX, int BM, int BK, int ST>
 __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
 {
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
     constexpr int LDS = BK + 8;                 /* smem row in f16: conflict-free ldmatrix */
     constexpr int MT = BM == 128 ? 4 : 2;       /* m16 tiles per warp */
     constexpr int WARPS_M = BM / (MT * 16);     /* 2 or 1 */
@@ -272,7 +274,7 @@ static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
         configured = smem;
     }
     grid.y = (grid.y + BM - 1) / BM;
-    gemm_kernel<MX, BM, BK, ST><<<grid, THREADS, smem, s>>>(a);
+    LAUNCH(gemm_kernel<MX, BM, BK, ST>, grid, THREADS, smem, s, a);
     return cudaGetLastError();
 }
 

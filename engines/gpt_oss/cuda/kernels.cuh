@@ -82,10 +82,13 @@ cudaError_t k_kv_store(const KvView *kv, const f16 *k_h, const f16 *v_h, uint32_
  * lower id) and their softmax. */
 cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w, const float *b,
                      uint32_t T, uint32_t H, uint32_t E, uint32_t k, cudaStream_t s);
-/* The decode step's router after its logits (k_gemv_f16 of the router's weights):
- * ids[0..k) and weights[0..k) from logits[E], as k_router does. */
-cudaError_t k_router_topk(int32_t *ids, float *weights, const float *logits, uint32_t E,
-                          uint32_t k, cudaStream_t s);
+/* The decode step's router, one launch: x (fp32 [H]) normed with norm_w (eps), the
+ * logits w . xn + b of the E experts, their top k (ids, softmax weights) as k_router
+ * picks them; xn is also written to x_operand as fp16 in the operand order (below), the
+ * input of k_moe_gate_up_gemv. */
+cudaError_t k_router_decode(int32_t *ids, float *weights, f16 *x_operand, const float *x,
+                            const float *norm_w, float eps, const f16 *w, const float *b,
+                            uint32_t H, uint32_t E, uint32_t k, cudaStream_t s);
 /* x[t][h] += sum_j w[t][j] * out[slot[t][j]][h] (the experts' outputs, in a fixed order). */
 cudaError_t k_moe_combine(float *x, const float *out, const int32_t *slot, const float *w,
                           uint32_t T, uint32_t k, uint32_t H, cudaStream_t s);
@@ -113,17 +116,30 @@ cudaError_t k_advance(SeqState *st, uint32_t n, cudaStream_t s);
 cudaError_t k_gemv_f16(float *y, const f16 *W, const float *b, const float *x,
                        const float *norm_w, float eps, uint32_t rows, uint32_t cols,
                        int accumulate, cudaStream_t s);
-/* For the k experts of ids: act[j][i] = swiglu of rows 2i, 2i+1 of expert ids[j]'s
- * gate_up (MXFP4 [E][2I][H]) . x + bias, as fp32 [k][I]; x normed first with norm_w as
- * k_gemv_f16 does. */
-cudaError_t k_moe_gate_up_gemv(float *act, const uint8_t *blocks, const uint8_t *scales,
-                               const float *bias, const int32_t *ids, const float *x,
-                               const float *norm_w, float eps, uint32_t k, uint32_t H, uint32_t I,
-                               float alpha, float limit, cudaStream_t s);
-/* x[h] += sum_j w[j] * (down[ids[j]][h] . act[j] + bias[ids[j]][h]). */
+
+/* The operand order of the experts' GEMVs' fp16 vectors: within each 8 values, value m
+ * at 2 (m % 4) + m / 4, i.e. (0, 4, 1, 5, 2, 6, 3, 7), the order in which a word of 8
+ * E2M1 values decodes into mma fragments (k_gemv.cu). */
+static __host__ __device__ __forceinline__ uint32_t mx_operand_index(uint32_t i)
+{
+    return (i & ~7u) | ((i & 3u) << 1) | ((i >> 2) & 1u);
+}
+
+/* For the k experts of ids: act[j][i] = the clamped SwiGLU of rows 2i, 2i+1 of expert
+ * ids[j]'s gate_up (MXFP4 [E][2I][H]) . x + bias, written as fp16 [k][I], each row in
+ * the operand order (the input of k_moe_down_gemv); x fp16 [H] in the operand order. */
+cudaError_t k_moe_gate_up_gemv(f16 *act, const uint8_t *blocks, const uint8_t *scales,
+                               const float *bias, const int32_t *ids, const f16 *x, uint32_t k,
+                               uint32_t H, uint32_t I, float alpha, float limit, cudaStream_t s);
+/* x[h] += sum_j w[j] * (down[ids[j]][h] . act[j] + bias[ids[j]][h]), act as
+ * k_moe_gate_up_gemv writes it.  scratch: k_moe_down_scratch_bytes(k, H) of device
+ * memory, zeroed before the first launch (each launch leaves it zeroed where it
+ * matters: its per-tile counters).  The sum over j is in a fixed order. */
 cudaError_t k_moe_down_gemv(float *x, const uint8_t *blocks, const uint8_t *scales,
                             const float *bias, const int32_t *ids, const float *w,
-                            const float *act, uint32_t k, uint32_t H, uint32_t I, cudaStream_t s);
+                            const f16 *act, void *scratch, uint32_t k, uint32_t H, uint32_t I,
+                            cudaStream_t s);
+size_t k_moe_down_scratch_bytes(uint32_t k, uint32_t H);
 
 /* ---- matrix products (prefill) ------------------------------------------------------ */
 
