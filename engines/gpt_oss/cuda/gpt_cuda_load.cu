@@ -303,11 +303,11 @@ static llmr_status check_shapes(const gpt_config *c, char *err)
         why = "query heads must be a multiple of KV heads, at most 8 per KV head";
     else if (c->experts > 64 || c->top_k > 8 || c->top_k > c->experts)
         why = "at most 64 experts and 8 per token";
-    else if (c->hidden % 64 || c->hidden > 10240 || c->inter % 64 ||
+    else if (c->hidden % 64 || c->inter % 64 || c->hidden > 8192 || c->inter > 8192 ||
              c->heads * c->head_dim > 10240)
-        why = "hidden and intermediate sizes must be multiples of 64 (hidden at most 10240)";
-    else if (c->inter > 12288)
-        why = "intermediate_size must be at most 12288 (the decode kernels' slices)";
+        why = "hidden and intermediate sizes must be multiples of 64, at most 8192 (the decode "
+              "step's expert kernels take 32 slices of 256 values), and heads x head_dim at "
+              "most 10240";
     else if (c->vocab % 8)
         why = "the vocabulary must be a multiple of 8";
     else if (c->layers > 256)
