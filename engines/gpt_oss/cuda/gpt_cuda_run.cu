@@ -168,10 +168,16 @@ static cudaError_t chunk_logits(gpt_cuda *g, uint32_t from, uint32_t T, float *h
     PrefillBuf *p = &g->pf;
     for (uint32_t r = from; r < T; r += GPT_CUDA_LOGIT_ROWS) {
         uint32_t rows = T - r < GPT_CUDA_LOGIT_ROWS ? T - r : GPT_CUDA_LOGIT_ROWS;
-        CK(k_rmsnorm(p->xn, NULL, p->x + (size_t)r * c->hidden, g->final_norm, rows, c->hidden,
-                     (float)c->eps, g->stream));
-        CK(k_gemm_f16(p->logits, p->xn, g->lm_head, NULL, rows, c->vocab, c->hidden, 0,
-                       g->stream));
+        if (rows == 1) /* the usual case, a prompt's last token: the decode step's GEMV
+                          (with the norm inside), which streams lm_head at full speed */
+            CK(k_gemv_f16(p->logits, g->lm_head, NULL, p->x + (size_t)r * c->hidden,
+                          g->final_norm, (float)c->eps, c->vocab, c->hidden, 0, g->stream));
+        else {
+            CK(k_rmsnorm(p->xn, NULL, p->x + (size_t)r * c->hidden, g->final_norm, rows,
+                         c->hidden, (float)c->eps, g->stream));
+            CK(k_gemm_f16(p->logits, p->xn, g->lm_head, NULL, rows, c->vocab, c->hidden, 0,
+                          g->stream));
+        }
         for (uint32_t i = 0; host && i < rows; i++)
             if (r + i >= copy_from)
                 CK(cudaMemcpyAsync(host + (size_t)(r + i - copy_from) * c->vocab,

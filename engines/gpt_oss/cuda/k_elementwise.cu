@@ -212,10 +212,10 @@ cudaError_t k_kv_store(const KvView *kv, const f16 *k_h, const f16 *v_h, uint32_
 
 /* ---- the router ------------------------------------------------------------------------- */
 
-/* One block of 8 warps per token; warp w takes experts w, w + 8, ...; 16-byte loads of
- * the router's fp16 rows against the token's normed input in fp32 (so the choice of
+/* One block per token, a warp per expert (two when E > 32); 16-byte loads of the
+ * router's fp16 rows against the token's normed input in fp32 (so the choice of
  * experts does not hang on fp16 rounding); then one warp picks the top k. */
-__global__ void __launch_bounds__(256) router_kernel(int32_t *ids, float *weights, const float *xn,
+__global__ void __launch_bounds__(1024) router_kernel(int32_t *ids, float *weights, const float *xn,
                                                      const f16 *w, const float *b, uint32_t H,
                                                      uint32_t E, uint32_t k)
 {
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(256) router_kernel(int32_t *ids, float *weight
     uint32_t t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const float4 *x4 = reinterpret_cast<const float4 *>(xn + (size_t)t * H);
     const uint32_t nw = blockDim.x >> 5;
-    /* the warp's experts (w, w + 8, ...: up to 8 of E <= 64) at once, so their loads overlap */
+    /* the warp's experts (w, w + nw, ...: E <= 64) at once, so their loads overlap */
     float acc[8];
     const uint4 *we[8];
 #pragma unroll
@@ -265,7 +265,7 @@ cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w
 {
     if (E > 64 || k > 8 || k > E || H % 8)
         return cudaErrorInvalidValue;
-    LAUNCH(router_kernel, T, 256, 0, s, ids, weights, xn, w, b, H, E, k);
+    LAUNCH(router_kernel, T, 32 * min(E, 32u), 0, s, ids, weights, xn, w, b, H, E, k);
     return cudaGetLastError();
 }
 

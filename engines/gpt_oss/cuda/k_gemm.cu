@@ -299,7 +299,7 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *B, const float *bias, 
     dim3 grid((N + BN - 1) / BN, M, 1);
     /* a short prompt: 32-row tiles up to 256 rows (the 128-row tile would leave most of
      * the GPU idle: N / 128 blocks) */
-    return M <= 4 * SMALL_ROWS ? launch<false, 32, 32, 3>(a, grid, s)
+    return M <= 4 * SMALL_ROWS ? launch<false, 32, 64, 4>(a, grid, s)
                                : launch<false, 128, 32, 3>(a, grid, s);
 }
 
