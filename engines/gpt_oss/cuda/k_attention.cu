@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(256) attn_decode_kernel(float *scratch, const 
         }
         __syncwarp();
     }
-    if (!active)
+    if (!active || split >= tiles) /* a split with no tile: the merge does not read it */
         return;
     float *out = scratch + ((size_t)split * heads + h) * (HD + 2);
     if (lane == 0) {
@@ -125,13 +125,17 @@ __global__ void __launch_bounds__(256) attn_decode_kernel(float *scratch, const 
     }
 }
 
-/* One block per head, a thread per dimension: the splits merged with the sink. */
+/* One block per head, a thread per dimension: the splits that had keys (the first
+ * min(splits, tiles)) merged with the sink. */
 __global__ void attn_combine_kernel(float *out, const float *scratch, const float *sinks,
-                                    uint32_t heads, uint32_t hd, uint32_t splits)
+                                    const uint32_t *d_pos, uint32_t window, uint32_t heads,
+                                    uint32_t hd, uint32_t splits)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
-    uint32_t h = blockIdx.x, d = threadIdx.x;
+    uint32_t h = blockIdx.x, d = threadIdx.x, pos = *d_pos;
+    uint32_t lo = window && pos + 1 > window ? pos + 1 - window : 0;
+    splits = min(splits, (pos + 1 - lo + TILE - 1) / TILE);
     float sink = sinks[h] * LOG2E, M = sink;
     for (uint32_t s = 0; s < splits; s++)
         M = fmaxf(M, scratch[((size_t)s * heads + h) * (hd + 2)]);
@@ -167,7 +171,8 @@ cudaError_t k_attention_decode(float *out, float *scratch, const float *q, const
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
         return err;
-    LAUNCH(attn_combine_kernel, heads, hd < 32 ? 32 : hd, 0, s, out, scratch, sinks, heads, hd, splits);
+    LAUNCH(attn_combine_kernel, heads, hd < 32 ? 32 : hd, 0, s, out, scratch, sinks, d_pos, window,
+           heads, hd, splits);
     return cudaGetLastError();
 }
 
