@@ -810,8 +810,9 @@ static void check_pick()
     SeqState st = {};
     st.temperature = 0;
     SeqState *ds = upload(std::vector<SeqState>{st});
-    check(k_pick(ds, dl, V, scratch, 0), "k_pick");
+    check(k_pick(ds, dl, V, scratch, 3, 0), "k_pick");
     auto got = download(ds, 1)[0];
+    report("k_pick", "the position advanced by 3", got.pos != 3, 0);
     report("k_pick", "greedy: id differs from argmax", got.pick_id != (int32_t)arg, 0);
     double want_lp = logits[arg] - mx - log(sum);
     report("k_pick", "greedy: logprob (absolute error)", fabs(got.pick_logprob - want_lp), 1e-4);
@@ -819,7 +820,7 @@ static void check_pick()
     /* a tie between two slices of the vocabulary: the lower id wins */
     logits[7] = logits[200000] = 12.0f;
     CUDA_OK(cudaMemcpy(dl, logits.data(), V * sizeof(float), cudaMemcpyHostToDevice));
-    check(k_pick(ds, dl, V, scratch, 0), "k_pick");
+    check(k_pick(ds, dl, V, scratch, 0, 0), "k_pick");
     report("k_pick", "greedy: a tie keeps the lower id", download(ds, 1)[0].pick_id != 7, 0);
 
     /* draws at temperature 2 over 4 logits: frequencies against softmax(l / 2) */
@@ -832,7 +833,7 @@ static void check_pick()
     std::vector<int> counts(4, 0);
     /* the step counter makes each draw fresh; read the ids back one launch at a time */
     for (int i = 0; i < draws; i++) {
-        check(k_pick(ds, dsm, 4, scratch, 0), "k_pick");
+        check(k_pick(ds, dsm, 4, scratch, 0, 0), "k_pick");
         SeqState r = download(ds, 1)[0];
         counts[r.pick_id & 3]++;
     }

@@ -226,7 +226,7 @@ static cudaError_t prefill(gpt_cuda_seq *s, const int32_t *ids, uint32_t n, floa
     if (!pick)
         return cudaStreamSynchronize(g->stream);
     CK(set_sampling(g, pick));
-    CK(k_pick(cur_state(g), g->pick_src, g->cfg.vocab, g->pick_scratch, g->stream));
+    CK(k_pick(cur_state(g), g->pick_src, g->cfg.vocab, g->pick_scratch, 0, g->stream));
     return read_state(g);
 }
 
@@ -326,8 +326,7 @@ static cudaError_t enqueue_step(gpt_cuda *g)
     }
     CK(k_gemv_f16(d->logits, g->lm_head, NULL, d->x, g->final_norm, eps, c->vocab, H, 0,
                   st));
-    CK(k_advance(state, 1, st));
-    return k_pick(state, d->logits, c->vocab, g->pick_scratch, st);
+    return k_pick(state, d->logits, c->vocab, g->pick_scratch, 1, st); /* and pos += 1 */
 }
 
 static cudaError_t capture(gpt_cuda *g)

@@ -481,7 +481,8 @@ __global__ void __launch_bounds__(PICK_THREADS) pick_slice_kernel(PickPart *part
 
 __global__ void __launch_bounds__(PICK_BLOCKS) pick_merge_kernel(SeqState *st,
                                                                  const float *logits,
-                                                                 const PickPart *parts)
+                                                                 const PickPart *parts,
+                                                                 uint32_t advance)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -495,17 +496,18 @@ __global__ void __launch_bounds__(PICK_BLOCKS) pick_merge_kernel(SeqState *st,
         st->pick_logprob = logits[id] - mx - __logf(total);
         st->token = id;
         st->step = st->step + 1;
+        st->pos += advance;
     }
 }
 
 cudaError_t k_pick(SeqState *st, const float *logits, uint32_t vocab, void *scratch,
-                   cudaStream_t s)
+                   uint32_t advance, cudaStream_t s)
 {
     if (vocab == 0)
         return cudaErrorInvalidValue;
     PickPart *parts = static_cast<PickPart *>(scratch);
     LAUNCH(pick_slice_kernel, PICK_BLOCKS, PICK_THREADS, 0, s, parts, st, logits, vocab);
-    LAUNCH(pick_merge_kernel, 1, PICK_BLOCKS, 0, s, st, logits, parts);
+    LAUNCH(pick_merge_kernel, 1, PICK_BLOCKS, 0, s, st, logits, parts, advance);
     return cudaGetLastError();
 }
 

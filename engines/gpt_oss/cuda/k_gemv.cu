@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(1024) router_decode_kernel(int32_t *ids, float
                                                              const f16 *W, const float *b,
                                                              uint32_t H, uint32_t E, uint32_t k)
 {
-    constexpr int U = 4;
+    constexpr int U = 8;
     extern __shared__ __align__(16) float xs[];
     __shared__ float logits[64];
     uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n = H / 8;

@@ -99,10 +99,11 @@ cudaError_t k_moe_group(int32_t *rows, int32_t *slot_of, uint32_t *counts, uint3
 /* The next token from logits[vocab]: greedy (st->temperature <= 0) or an exact draw
  * from softmax(logits / temperature) by the Gumbel-max trick with a counter-based
  * generator keyed by (st->seed, st->step).  Sets st->pick_id, st->pick_logprob (the
- * log-softmax of the logits at the id, temperature 1) and st->token, and counts the
- * step.  scratch: k_pick_scratch_bytes() of device memory, the partial results. */
+ * log-softmax of the logits at the id, temperature 1) and st->token, counts the
+ * step, and adds `advance` to st->pos (the decode step's token is then in the cache).
+ * scratch: k_pick_scratch_bytes() of device memory, the partial results. */
 cudaError_t k_pick(SeqState *st, const float *logits, uint32_t vocab, void *scratch,
-                   cudaStream_t s);
+                   uint32_t advance, cudaStream_t s);
 size_t k_pick_scratch_bytes(void);
 /* st->pos += n: the tokens just run are in the cache. */
 cudaError_t k_advance(SeqState *st, uint32_t n, cudaStream_t s);
