@@ -178,7 +178,9 @@ cudaError_t k_rope(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvView *kv,
 {
     if (kv && T != 1)
         return cudaErrorInvalidValue;
-    LAUNCH(rope_kernel, T, 256, 0, s, qkv, q_h, k_h, v_h, kv, cos_sin, d_pos, pos0, heads, kv_heads,
+    /* one block per token: 1024 threads when there are few (the decode step's one
+     * token: its 2,800 pairs and values in 3 rounds, not 11) */
+    LAUNCH(rope_kernel, T, T < 16 ? 1024 : 256, 0, s, qkv, q_h, k_h, v_h, kv, cos_sin, d_pos, pos0, heads, kv_heads,
                                   hd);
     return cudaGetLastError();
 }
