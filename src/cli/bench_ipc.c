@@ -211,6 +211,7 @@ static double median_us(uint64_t *v, size_t n)
 
 static void summarize(timing *runs, uint32_t n_runs, summary *s)
 {
+    *s = (summary){0}; /* no latencies (none recorded, or no memory): zeros, not garbage */
     double per[64];
     size_t total = 0;
     for (uint32_t r = 0; r < n_runs; r++) {

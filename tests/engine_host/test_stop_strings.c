@@ -11,7 +11,7 @@
 static char *run(const char *const *stops, size_t n_stops, const char *const *pieces,
                  bool *stopped, char *released_after_each)
 {
-    size_t lens[8];
+    size_t lens[8] = {0};
     for (size_t i = 0; i < n_stops; i++)
         lens[i] = strlen(stops[i]);
     llmr_stop_matcher m;

@@ -208,11 +208,13 @@ static void bf16_tensor(const char *name, uint32_t rank, const uint64_t *shape, 
 static void mxfp4_tensors(const char *base, uint64_t rows, uint64_t cols)
 {
     char name[96];
-    snprintf(name, sizeof name, "%s_blocks", base);
+    if (snprintf(name, sizeof name, "%s_blocks", base) >= (int)sizeof name)
+        abort(); /* the names are this file's own, all short */
     uint8_t *b = add(name, "U8", 4, (uint64_t[]){E, rows, cols / 32, 16});
     for (uint64_t i = 0; i < E * rows * cols / 2; i++)
         b[i] = (uint8_t)(uniform() * 256);
-    snprintf(name, sizeof name, "%s_scales", base);
+    if (snprintf(name, sizeof name, "%s_scales", base) >= (int)sizeof name)
+        abort();
     uint8_t *s = add(name, "U8", 3, (uint64_t[]){E, rows, cols / 32});
     for (uint64_t i = 0; i < E * rows * cols / 32; i++)
         s[i] = (uint8_t)(123 + (int)(uniform() * 3)); /* 2^-4 .. 2^-2 */

@@ -251,7 +251,7 @@ TEST(random_values_have_the_promised_scales)
         const uint8_t *p = llmr_model_tensor_data(m, &m->tensors[i]);
         if (t->dtype == LLMR_DTYPE_BF16) {
             uint64_t n = (t->end - t->begin) / 2;
-            double mean, sd, lo, hi;
+            double mean = 0, sd = 0, lo = 0, hi = 0; /* 0 if bf16_stats fails */
             if (!bf16_stats(p, n, &mean, &sd, &lo, &hi)) {
                 llmr_test_fail(__FILE__, __LINE__, "%s has a value that is not finite", t->name);
                 continue;
@@ -304,7 +304,7 @@ TEST(random_values_have_the_promised_scales)
     const llmr_model_tensor *e = llmr_model_tensor_find(m, "model.embed_tokens.weight");
     CHECK(e != NULL);
     if (e) {
-        double mean, sd, lo, hi;
+        double mean = 0, sd = 0, lo = 0, hi = 0; /* 0 if bf16_stats fails */
         CHECK(bf16_stats(llmr_model_tensor_data(m, e), (e->info->end - e->info->begin) / 2, &mean,
                          &sd, &lo, &hi));
         CHECK(fabs(mean) < 0.01 && within(sd, 1.0, 1.02) && lo < -4 && hi > 4);
