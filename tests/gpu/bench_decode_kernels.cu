@@ -16,14 +16,7 @@
 
 #include "k_gemv.cu"
 
-#define CUDA_OK(call) \
-    do { \
-        cudaError_t e_ = (call); \
-        if (e_ != cudaSuccess) { \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2); \
-        } \
-    } while (0)
+#include "cuda_ok.h"
 
 static const uint32_t LAYERS = 24, E = 32, K = 4, H = 2880, I = 2880, QKV = 5120, QW = 4096,
                       VOCAB = 201088;

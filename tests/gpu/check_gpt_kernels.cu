@@ -22,14 +22,7 @@ extern "C" {
 
 static int failures;
 
-#define CUDA_OK(call) \
-    do { \
-        cudaError_t e_ = (call); \
-        if (e_ != cudaSuccess) { \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2); \
-        } \
-    } while (0)
+#include "cuda_ok.h"
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
