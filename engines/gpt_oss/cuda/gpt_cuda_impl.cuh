@@ -37,7 +37,9 @@ struct PrefillBuf {
     int32_t *ids;
     float *x, *xf, *qkv, *moe_out, *logits; /* xf: normed fp32 (the router's input);
                                                logits: [GPT_CUDA_LOGIT_ROWS][vocab] */
-    f16 *xn, *q, *k, *v, *attn, *act;
+    f16 *xn, *xn_lo, *attn, *attn_lo, *act; /* *_lo: with xn, attn the split fp16 of the
+                                               attention block (kernels.cuh) */
+    float *gemm_parts; /* k_gemm_f16's split scratch for the attention block's products */
     int32_t *eids, *rows, *slot_of;
     float *ew;
     uint32_t *counts, *offsets;

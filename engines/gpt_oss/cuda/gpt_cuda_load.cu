@@ -42,7 +42,7 @@ uint64_t gpt_cuda_seq_bytes_for(const gpt_config *c, uint32_t max_tokens)
     for (uint32_t l = 0; l < c->layers; l++) {
         bool ring = c->sliding[l] && c->window && c->window < max_tokens;
         uint64_t cap = ring ? c->window : max_tokens;
-        total += 2 * align256(cap * c->kv_heads * c->head_dim * sizeof(f16));
+        total += 2 * align256(cap * c->kv_heads * c->head_dim * sizeof(float));
     }
     return total;
 }
@@ -52,13 +52,19 @@ static uint32_t qkv_rows(const gpt_config *c)
     return (c->heads + 2 * c->kv_heads) * c->head_dim;
 }
 
+/* Floats of k_gemm_f16's split scratch for the QKV and output projections of T rows. */
+static uint64_t gemm_parts_floats(const gpt_config *c, uint64_t T)
+{
+    uint32_t widest = qkv_rows(c) > c->hidden ? qkv_rows(c) : c->hidden;
+    return k_gemm_split_scratch_bytes(T < 256 ? (uint32_t)T : 256, widest) / sizeof(float);
+}
+
 static uint64_t scratch_bytes(const gpt_config *c, uint32_t T)
 {
-    uint64_t H = c->hidden, Q = (uint64_t)c->heads * c->head_dim,
-             KV = (uint64_t)c->kv_heads * c->head_dim, k = c->top_k;
+    uint64_t H = c->hidden, Q = (uint64_t)c->heads * c->head_dim, k = c->top_k;
     uint64_t pf = T * 4 + 2 * T * H * 4 + T * qkv_rows(c) * 4ull + T * k * H * 4 +
-                  (uint64_t)GPT_CUDA_LOGIT_ROWS * c->vocab * 4 + T * H * 2 + T * Q * 2 +
-                  2 * T * KV * 2 + T * Q * 2 + T * k * c->inter * 2 + 4 * T * k * 4 +
+                  (uint64_t)GPT_CUDA_LOGIT_ROWS * c->vocab * 4 + 2 * T * H * 2 + 2 * T * Q * 2 +
+                  T * k * c->inter * 2 + 4 * T * k * 4 + gemm_parts_floats(c, T) * 4 +
                   (2 * c->experts + 1) * 4;
     uint64_t dc = (2 * H + qkv_rows(c) + Q + k + c->vocab) * 4 + k * 4 +
                   (uint64_t)GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2) * 4 +
@@ -323,8 +329,7 @@ static llmr_status check_shapes(const gpt_config *c, char *err)
 static cudaError_t alloc_scratch(gpt_cuda *g)
 {
     const gpt_config *c = &g->cfg;
-    size_t T = g->chunk, H = c->hidden, Q = (size_t)c->heads * c->head_dim,
-           KV = (size_t)c->kv_heads * c->head_dim, k = c->top_k;
+    size_t T = g->chunk, H = c->hidden, Q = (size_t)c->heads * c->head_dim, k = c->top_k;
     PrefillBuf *p = &g->pf;
     DecodeBuf *d = &g->dc;
     cudaError_t e = cudaSuccess;
@@ -338,10 +343,10 @@ static cudaError_t alloc_scratch(gpt_cuda *g)
     A(p->moe_out, T * k * H);
     A(p->logits, (size_t)GPT_CUDA_LOGIT_ROWS * c->vocab);
     A(p->xn, T * H);
-    A(p->q, T * Q);
-    A(p->k, T * KV);
-    A(p->v, T * KV);
+    A(p->xn_lo, T * H);
     A(p->attn, T * Q);
+    A(p->attn_lo, T * Q);
+    A(p->gemm_parts, gemm_parts_floats(c, T));
     A(p->act, T * k * c->inter);
     A(p->eids, T * k);
     A(p->rows, T * k);

@@ -74,9 +74,9 @@ llmr_status gpt_cuda_seq_open(gpt_cuda *g, uint32_t max_tokens, gpt_cuda_seq **o
     for (uint32_t l = 0; host && l < c->layers; l++) {
         bool ring = g->layers[l].window && g->layers[l].window < max_tokens;
         uint32_t cap = ring ? g->layers[l].window : max_tokens;
-        size_t bytes = ((size_t)cap * c->kv_heads * c->head_dim * sizeof(f16) + 255) & ~(size_t)255;
-        kv[l].k = reinterpret_cast<f16 *>(at);
-        kv[l].v = reinterpret_cast<f16 *>(at + bytes);
+        size_t bytes = ((size_t)cap * c->kv_heads * c->head_dim * sizeof(float) + 255) & ~(size_t)255;
+        kv[l].k = reinterpret_cast<float *>(at);
+        kv[l].v = reinterpret_cast<float *>(at + bytes);
         kv[l].cap = cap;
         kv[l].ring = ring;
         at += 2 * bytes;
@@ -136,15 +136,16 @@ static cudaError_t run_chunk(gpt_cuda *g, uint32_t T, uint32_t pos0)
     for (uint32_t l = 0; l < c->layers; l++) {
         const DevLayer *L = &g->layers[l];
         const KvView *kv = cur_kv(g) + l;
-        CK(k_rmsnorm(p->xn, NULL, p->x, L->attn_norm, T, H, eps, st));
-        CK(k_gemm_f16(p->qkv, p->xn, L->wqkv, L->bqkv, T, qkv_width(c), H, 0, st));
-        CK(k_rope(p->qkv, p->q, p->k, p->v, NULL, g->cos_sin, NULL, pos0, T, c->heads, c->kv_heads,
-                  c->head_dim, st));
-        CK(k_attention_prefill(p->attn, p->q, p->k, p->v, kv, L->sinks, pos0, T, c->heads,
+        CK(k_rmsnorm(p->xn, p->xn_lo, NULL, p->x, L->attn_norm, T, H, eps, st));
+        CK(k_gemm_f16(p->qkv, p->xn, p->xn_lo, L->wqkv, L->bqkv, T, qkv_width(c), H, 0,
+                      p->gemm_parts, st));
+        CK(k_rope(p->qkv, NULL, g->cos_sin, NULL, pos0, T, c->heads, c->kv_heads, c->head_dim,
+                  st));
+        CK(k_attention_prefill(p->attn, p->attn_lo, p->qkv, kv, L->sinks, pos0, T, c->heads,
                                c->kv_heads, c->head_dim, L->window, st));
-        CK(k_kv_store(kv, p->k, p->v, pos0, T, c->kv_heads, c->head_dim, st));
-        CK(k_gemm_f16(p->x, p->attn, L->wo, L->bo, T, H, QW, 1, st));
-        CK(k_rmsnorm(p->xn, p->xf, p->x, L->mlp_norm, T, H, eps, st));
+        CK(k_kv_store(kv, p->qkv, pos0, T, c->heads, c->kv_heads, c->head_dim, st));
+        CK(k_gemm_f16(p->x, p->attn, p->attn_lo, L->wo, L->bo, T, H, QW, 1, p->gemm_parts, st));
+        CK(k_rmsnorm(p->xn, NULL, p->xf, p->x, L->mlp_norm, T, H, eps, st));
         CK(k_router(p->eids, p->ew, p->xf, L->wr, L->br, T, H, E, k, st));
         CK(k_moe_group(p->rows, p->slot_of, p->counts, p->offsets, p->eids, T, k, E, st));
         CK(k_gemm_mxfp4_grouped(NULL, p->act, p->xn, p->rows, L->gu_blocks, L->gu_scales,
@@ -173,10 +174,10 @@ static cudaError_t chunk_logits(gpt_cuda *g, uint32_t from, uint32_t T, float *h
             CK(k_gemv_f16(p->logits, g->lm_head, NULL, p->x + (size_t)r * c->hidden,
                           g->final_norm, (float)c->eps, c->vocab, c->hidden, 0, g->stream));
         else {
-            CK(k_rmsnorm(p->xn, NULL, p->x + (size_t)r * c->hidden, g->final_norm, rows,
+            CK(k_rmsnorm(p->xn, NULL, NULL, p->x + (size_t)r * c->hidden, g->final_norm, rows,
                          c->hidden, (float)c->eps, g->stream));
-            CK(k_gemm_f16(p->logits, p->xn, g->lm_head, NULL, rows, c->vocab, c->hidden, 0,
-                          g->stream));
+            CK(k_gemm_f16(p->logits, p->xn, NULL, g->lm_head, NULL, rows, c->vocab, c->hidden, 0,
+                          NULL, g->stream));
         }
         for (uint32_t i = 0; host && i < rows; i++)
             if (r + i >= copy_from)
@@ -312,8 +313,8 @@ static cudaError_t enqueue_step(gpt_cuda *g)
          * top-k inside its GEMV */
         CK(k_gemv_f16(d->qkv, L->wqkv, L->bqkv, d->x, L->attn_norm, eps, qkv_width(c), H, 0,
                       st));
-        CK(k_rope(d->qkv, NULL, NULL, NULL, kv, g->cos_sin, &state->pos, 0, 1, c->heads,
-                  c->kv_heads, c->head_dim, st));
+        CK(k_rope(d->qkv, kv, g->cos_sin, &state->pos, 0, 1, c->heads, c->kv_heads,
+                  c->head_dim, st));
         CK(k_attention_decode(d->attn, d->part, d->qkv, kv, L->sinks, &state->pos, c->heads,
                               c->kv_heads, c->head_dim, L->window, L->splits, st));
         CK(k_gemv_f16(d->x, L->wo, L->bo, d->attn, NULL, 0.0f, H, QW, 1, st));

@@ -65,8 +65,8 @@ cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T,
 
 /* ---- RMSNorm ----------------------------------------------------------------------------- */
 
-__global__ void rmsnorm_kernel(f16 *out_h, float *out_f, const float *x, const float *w,
-                               uint32_t H, float eps)
+__global__ void rmsnorm_kernel(f16 *out_h, f16 *out_lo, float *out_f, const float *x,
+                               const float *w, uint32_t H, float eps)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -90,17 +90,21 @@ __global__ void rmsnorm_kernel(f16 *out_h, float *out_f, const float *x, const f
     float r = partial[0];
     for (uint32_t i = threadIdx.x; i < H; i += blockDim.x) {
         float v = w[i] * (xr[i] * r);
-        if (out_h)
+        if (out_lo)
+            split_f16(v, out_h + (size_t)t * H + i, out_lo + (size_t)t * H + i);
+        else if (out_h)
             out_h[(size_t)t * H + i] = to_f16(v);
         if (out_f)
             out_f[(size_t)t * H + i] = v;
     }
 }
 
-cudaError_t k_rmsnorm(f16 *out_h, float *out_f, const float *x, const float *w, uint32_t T,
-                      uint32_t H, float eps, cudaStream_t s)
+cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, const float *w,
+                      uint32_t T, uint32_t H, float eps, cudaStream_t s)
 {
-    LAUNCH(rmsnorm_kernel, T, 512, 0, s, out_h, out_f, x, w, H, eps);
+    if (out_lo && !out_h)
+        return cudaErrorInvalidValue;
+    LAUNCH(rmsnorm_kernel, T, 512, 0, s, out_h, out_lo, out_f, x, w, H, eps);
     return cudaGetLastError();
 }
 
@@ -128,9 +132,9 @@ cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_fa
 }
 
 /* One block per token; threads over (head, pair). */
-__global__ void rope_kernel(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvView *kvp,
-                            const float2 *cos_sin, const uint32_t *d_pos, uint32_t pos0,
-                            uint32_t heads, uint32_t kv_heads, uint32_t hd)
+__global__ void rope_kernel(float *qkv, const KvView *kvp, const float2 *cos_sin,
+                            const uint32_t *d_pos, uint32_t pos0, uint32_t heads,
+                            uint32_t kv_heads, uint32_t hd)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -151,42 +155,32 @@ __global__ void rope_kernel(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvVi
         float ra = a * c.x - b * c.y, rb = b * c.x + a * c.y;
         v[i] = ra;
         v[i + half] = rb;
-        if (h < heads) {
-            if (q_h) {
-                q_h[(size_t)t * qw + (size_t)h * hd + i] = to_f16(ra);
-                q_h[(size_t)t * qw + (size_t)h * hd + i + half] = to_f16(rb);
-            }
-        } else {
-            f16 *dst = kvp ? kv.k + ((size_t)(h - heads) * kv.cap + slot) * hd
-                            : k_h + (size_t)t * kvw + (size_t)(h - heads) * hd;
-            dst[i] = to_f16(ra);
-            dst[i + half] = to_f16(rb);
+        if (kvp && h >= heads) {
+            float *dst = kv.k + ((size_t)(h - heads) * kv.cap + slot) * hd;
+            dst[i] = ra;
+            dst[i + half] = rb;
         }
     }
-    for (uint32_t j = threadIdx.x; j < kvw; j += blockDim.x) {
-        f16 v = to_f16(row[qw + kvw + j]);
-        if (kvp)
-            kv.v[((size_t)(j / hd) * kv.cap + slot) * hd + j % hd] = v;
-        else
-            v_h[(size_t)t * kvw + j] = v;
-    }
+    if (kvp)
+        for (uint32_t j = threadIdx.x; j < kvw; j += blockDim.x)
+            kv.v[((size_t)(j / hd) * kv.cap + slot) * hd + j % hd] = row[qw + kvw + j];
 }
 
-cudaError_t k_rope(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvView *kv,
-                   const float2 *cos_sin, const uint32_t *d_pos, uint32_t pos0, uint32_t T,
-                   uint32_t heads, uint32_t kv_heads, uint32_t hd, cudaStream_t s)
+cudaError_t k_rope(float *qkv, const KvView *kv, const float2 *cos_sin, const uint32_t *d_pos,
+                   uint32_t pos0, uint32_t T, uint32_t heads, uint32_t kv_heads, uint32_t hd,
+                   cudaStream_t s)
 {
     if (kv && T != 1)
         return cudaErrorInvalidValue;
     /* one block per token: 1024 threads when there are few (the decode step's one
      * token: its 2,800 pairs and values in 3 rounds, not 11) */
-    LAUNCH(rope_kernel, T, T < 16 ? 1024 : 256, 0, s, qkv, q_h, k_h, v_h, kv, cos_sin, d_pos, pos0, heads, kv_heads,
-                                  hd);
+    LAUNCH(rope_kernel, T, T < 16 ? 1024 : 256, 0, s, qkv, kv, cos_sin, d_pos, pos0, heads,
+           kv_heads, hd);
     return cudaGetLastError();
 }
 
-__global__ void kv_store_kernel(const KvView *kvp, const f16 *k_h, const f16 *v_h,
-                                uint32_t pos0, uint32_t T, uint32_t kv_heads, uint32_t hd)
+__global__ void kv_store_kernel(const KvView *kvp, const float *qkv, uint32_t pos0, uint32_t T,
+                                uint32_t heads, uint32_t kv_heads, uint32_t hd)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -197,18 +191,18 @@ __global__ void kv_store_kernel(const KvView *kvp, const f16 *k_h, const f16 *v_
     if (!kv.ring && pos >= kv.cap)
         return;
     uint32_t slot = kv.ring ? pos % kv.cap : pos, kvw = kv_heads * hd;
+    const float *k = qkv + (size_t)t * ((size_t)heads * hd + 2 * kvw) + (size_t)heads * hd;
     for (uint32_t j = threadIdx.x; j < kvw; j += blockDim.x) {
-        uint32_t h = j / hd, d = j % hd;
-        size_t at = ((size_t)h * kv.cap + slot) * hd + d;
-        kv.k[at] = k_h[(size_t)t * kvw + j];
-        kv.v[at] = v_h[(size_t)t * kvw + j];
+        size_t at = ((size_t)(j / hd) * kv.cap + slot) * hd + j % hd;
+        kv.k[at] = k[j];
+        kv.v[at] = k[kvw + j];
     }
 }
 
-cudaError_t k_kv_store(const KvView *kv, const f16 *k_h, const f16 *v_h, uint32_t pos0,
-                       uint32_t T, uint32_t kv_heads, uint32_t hd, cudaStream_t s)
+cudaError_t k_kv_store(const KvView *kv, const float *qkv, uint32_t pos0, uint32_t T,
+                       uint32_t heads, uint32_t kv_heads, uint32_t hd, cudaStream_t s)
 {
-    LAUNCH(kv_store_kernel, T, 256, 0, s, kv, k_h, v_h, pos0, T, kv_heads, hd);
+    LAUNCH(kv_store_kernel, T, 256, 0, s, kv, qkv, pos0, T, heads, kv_heads, hd);
     return cudaGetLastError();
 }
 

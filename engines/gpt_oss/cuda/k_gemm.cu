@@ -3,19 +3,24 @@
  * short prompt, an expert with few tokens, the last rows' logits); K through a
  * cp.async pipeline (dense: steps of 32, 3 stages; MXFP4: steps of 64, 3 stages, or 6
  * for the small tile, which is bound by reading the weights); mma.sync m16n8k16 fp16
- * with fp32 accumulation, fragments by ldmatrix.  The MXFP4 experts' tiles travel the same pipeline as raw bytes (their scales for
- * the whole of K are read once per block) and are decoded into shared memory as fp16
- * one step at a time (exact: an E2M1 value times a power of two in fp16's range,
- * which the loader checks).  See kernels.cuh. */
+ * with fp32 accumulation, fragments by ldmatrix.  A dense product's A may be split
+ * fp16 (A + A_lo, kernels.cuh): A_lo travels beside A and each B fragment meets both
+ * (two mma).  The MXFP4 experts' tiles travel the same pipeline as raw bytes (their
+ * scales for the whole of K are read once per block) and are decoded into shared
+ * memory as fp16 one step at a time (exact: an E2M1 value times a power of two in
+ * fp16's range, which the loader checks).  See kernels.cuh. */
 #include "device_util.cuh"
 
 #define BN 128
 #define THREADS 256
+/* The small tile when a tile would hold few rows: less work on rows that are not there,
+ * and more blocks for the bandwidth. */
+#define SMALL_ROWS 64u
 
 struct GemmArgs {
     float *C;
     f16 *act;
-    const f16 *A;
+    const f16 *A, *A_lo;
     const int32_t *a_rows;
     const f16 *B;
     const uint8_t *blocks, *scales;
@@ -24,6 +29,8 @@ struct GemmArgs {
     uint32_t M, N, K;
     int accumulate;
     float alpha, limit;
+    float *parts;    /* dense, K split over blockIdx.z: each split's raw sums [z][M][N] */
+    uint32_t splits; /* dense: the parts of K (1: no split) */
 };
 
 static __device__ __forceinline__ float swiglu(float gate, float up, float alpha, float limit)
@@ -33,11 +40,12 @@ static __device__ __forceinline__ float swiglu(float gate, float up, float alpha
     return (up + 1.0f) * (gate / (1.0f + __expf(-alpha * gate)));
 }
 
-/* MX: B is MXFP4 (grouped by expert, blockIdx.z); else fp16 (dense).  BM rows by BN
- * columns per block, BK of K per step, ST stages in flight.  Shared memory: A stages,
- * then either B stages (dense) or one decoded B tile, raw MXFP4 stages and the block's
- * scales [BN][K/32] (MX). */
-template <bool MX, int BM, int BK, int ST>
+/* MX: B is MXFP4 (grouped by expert, blockIdx.z); else fp16 (dense).  LO: A is split
+ * fp16 (dense only).  BM rows by BN columns per block, BK of K per step, ST stages in
+ * flight.  Shared memory: A stages (then A_lo stages with LO), then either B stages
+ * (dense) or one decoded B tile, raw MXFP4 stages and the block's scales [BN][K/32]
+ * (MX). */
+template <bool MX, bool LO, int BM, int BK, int ST>
 __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
 {
     grid_wait(); /* see launch() in device_util.cuh */
@@ -53,15 +61,20 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
     constexpr int Q_CHUNKS = BN * Q_BYTES / 16; /* 16-byte chunks of a raw B stage */
     constexpr int DEC = BK / 2;                 /* values each thread decodes per step */
     extern __shared__ __align__(16) unsigned char smem[];
+    static_assert(!(MX && LO), "split A is for the dense products");
     f16 *As = reinterpret_cast<f16 *>(smem);                       /* [ST][BM][LDS] */
-    f16 *Bs = As + ST * BM * LDS;                                  /* [ST or 1][BN][LDS] */
+    f16 *Al = As + ST * BM * LDS;                                  /* LO: [ST][BM][LDS] */
+    f16 *Bs = Al + (LO ? ST * BM * LDS : 0);                       /* [ST or 1][BN][LDS] */
     uint8_t *Braw = reinterpret_cast<uint8_t *>(Bs + BN * LDS);    /* MX: [ST][BN][Q_BYTES] */
     uint8_t *Sc = Braw + ST * BN * Q_BYTES;                        /* MX: [BN][K/32] */
 
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
-    const uint32_t K = p.K, N = p.N, KT = K / BK, KG = K / 32;
+    const uint32_t K = p.K, N = p.N, KG = K / 32;
     uint32_t rows = p.M, slot0 = 0, e = 0;
+    /* this block's k-steps: all of K, or its part of the split */
+    const uint32_t kt0 = MX ? 0 : blockIdx.z * (K / BK) / p.splits;
+    const uint32_t KT = (MX ? K / BK : (blockIdx.z + 1) * (K / BK) / p.splits) - kt0;
     if (MX) {
         e = blockIdx.z;
         slot0 = p.offsets[e];
@@ -106,8 +119,12 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
         f16 *as = As + stage * BM * LDS;
 #pragma unroll
         for (int i = 0; i < A_CHUNKS; i++)
-            if (a_mine[i])
+            if (a_mine[i]) {
                 cp_async16(as + a_dst[i], a_src[i] + kt * BK, a_ok[i]);
+                if (LO) /* the same place in A_lo */
+                    cp_async16(Al + stage * BM * LDS + a_dst[i],
+                               p.A_lo + (a_src[i] - p.A) + kt * BK, a_ok[i]);
+            }
         if (MX) {
             for (uint32_t i = tid; i < (uint32_t)Q_CHUNKS; i += THREADS) {
                 uint32_t r = i / (Q_BYTES / 16), j = i % (Q_BYTES / 16), n = n0 + r;
@@ -137,16 +154,17 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
 
     for (uint32_t s = 0; s < ST - 1; s++) {
         if (s < KT)
-            load_stage(s, s);
+            load_stage(kt0 + s, s);
         cp_async_commit();
     }
 
     const uint32_t wm = warp / WARPS_N, wn = warp % WARPS_N;
-    for (uint32_t kt = 0; kt < KT; kt++) {
+    for (uint32_t i = 0; i < KT; i++) {
+        const uint32_t kt = kt0 + i;
         cp_async_wait<ST - 2>();
         __syncthreads();
-        const uint32_t stage = kt % ST;
-        const f16 *as = As + stage * BM * LDS;
+        const uint32_t stage = i % ST;
+        const f16 *as = As + stage * BM * LDS, *al = Al + stage * BM * LDS;
         const f16 *bs;
         if (MX) {
             /* decode DEC values (half a row's step) of row tid/2 into the B tile; a group
@@ -181,8 +199,8 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
         } else {
             bs = Bs + stage * BN * LDS;
         }
-        if (kt + ST - 1 < KT)
-            load_stage(kt + ST - 1, (kt + ST - 1) % ST);
+        if (i + ST - 1 < KT)
+            load_stage(kt + ST - 1, (i + ST - 1) % ST);
         cp_async_commit();
 
 #pragma unroll
@@ -207,6 +225,17 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++)
                     mma_f16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+            if (LO) {
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    ldmatrix_x4(a[mt], al + (wm * MT * 16 + mt * 16 + (lane & 15)) * LDS +
+                                           ks * 16 + (lane >> 4) * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+                        mma_f16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+            }
         }
     }
     cp_async_wait<0>();
@@ -228,6 +257,11 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
                 if (n >= N)
                     continue;
                 float v0 = acc[mt][nt][2 * half], v1 = acc[mt][nt][2 * half + 1];
+                if (p.parts) { /* the split's raw sums; k_gemm_sum_parts finishes */
+                    *reinterpret_cast<float2 *>(p.parts + ((size_t)blockIdx.z * rows + m) * N + n) =
+                        make_float2(v0, v1);
+                    continue;
+                }
                 if (bias) {
                     v0 += bias[n];
                     v1 += bias[n + 1];
@@ -249,58 +283,122 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
 
 /* The tile shapes: dense BKxST = 32x3; MXFP4 64x3 for many rows a tile, 64x6 (more
  * of the weights in flight) for few. */
-template <bool MX, int BM, int BK, int ST>
+template <bool MX, bool LO, int BM, int BK, int ST>
 static size_t smem_bytes(uint32_t K)
 {
     constexpr size_t LDS = BK + 8;
-    size_t a = (size_t)ST * BM * LDS * sizeof(f16);
+    size_t a = (LO ? 2 : 1) * (size_t)ST * BM * LDS * sizeof(f16);
     if (!MX)
         return a + (size_t)ST * BN * LDS * sizeof(f16);
     return a + (size_t)BN * LDS * sizeof(f16) + (size_t)ST * BN * (BK / 2) + (size_t)BN * (K / 32);
 }
 
-template <bool MX, int BM, int BK, int ST>
+template <bool MX, bool LO, int BM, int BK, int ST>
 static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
 {
     if (a.K % BK)
         return cudaErrorInvalidValue;
     static size_t configured; /* the largest dynamic shared memory allowed so far */
-    size_t smem = smem_bytes<MX, BM, BK, ST>(a.K);
+    size_t smem = smem_bytes<MX, LO, BM, BK, ST>(a.K);
     if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<MX, BM, BK, ST>,
+        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<MX, LO, BM, BK, ST>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess)
             return err;
         configured = smem;
     }
     grid.y = (grid.y + BM - 1) / BM;
-    LAUNCH(gemm_kernel<MX, BM, BK, ST>, grid, THREADS, smem, s, a);
+    LAUNCH(gemm_kernel<MX, LO, BM, BK, ST>, grid, THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
-/* The small tile when a tile would hold few rows: less work on rows that are not there,
- * and more blocks for the bandwidth. */
-#define SMALL_ROWS 64u
 
-cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *B, const float *bias, uint32_t M,
-                        uint32_t N, uint32_t K, int accumulate, cudaStream_t s)
+/* Splitting K (small tile only): a 100-row product of gpt-oss-20b's widths has 92 to 160
+ * tiles of 32x128 for 132 SMs, each a chain of 45 to 64 k-steps; its split parts run
+ * side by side and are summed by k_gemm_sum_parts, in a fixed order (reproducible). */
+#define SPLITS_MAX 4u
+#define SPLIT_MIN_STEPS 8u /* k-steps of 64 a part keeps at least */
+
+/* C[m][n] = sum over z of parts[z][m][n] (in order) + bias[n] (+ C when accumulate). */
+__global__ void gemm_sum_parts_kernel(float *C, const float *parts, const float *bias,
+                                      uint32_t M, uint32_t N, uint32_t splits, int accumulate)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, MN = (size_t)M * N;
+    if (i >= MN)
+        return;
+    float v = parts[i];
+    for (uint32_t z = 1; z < splits; z++)
+        v += parts[z * MN + i];
+    if (bias)
+        v += bias[i % N];
+    C[i] = accumulate ? C[i] + v : v;
+}
+
+static uint32_t sm_count(void)
+{
+    static int sms;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 1;
+    }
+    return (uint32_t)sms;
+}
+
+/* The split of K for the small tile: parts enough for about 2 blocks per SM. */
+static uint32_t k_splits(uint32_t M, uint32_t N, uint32_t K)
+{
+    uint32_t tiles = ((N + BN - 1) / BN) * ((M + 31) / 32); /* of 32 rows */
+    uint32_t want = (2 * sm_count() + tiles - 1) / tiles, most = K / 64 / SPLIT_MIN_STEPS;
+    want = want < most ? want : most;
+    return want < 1 ? 1 : want > SPLITS_MAX ? SPLITS_MAX : want;
+}
+
+size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N)
+{
+    return M <= 4 * SMALL_ROWS ? (size_t)SPLITS_MAX * M * N * sizeof(float) : 0;
+}
+
+cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,
+                       uint32_t M, uint32_t N, uint32_t K, int accumulate, float *split_scratch,
+                       cudaStream_t s)
 {
     if (K % 32 || N % 8 || M == 0)
         return cudaErrorInvalidValue;
     GemmArgs a = {};
     a.C = C;
     a.A = A;
+    a.A_lo = A_lo;
     a.B = B;
     a.bias = bias;
     a.M = M;
     a.N = N;
     a.K = K;
     a.accumulate = accumulate;
+    a.splits = 1;
     dim3 grid((N + BN - 1) / BN, M, 1);
     /* a short prompt: 32-row tiles up to 256 rows (the 128-row tile would leave most of
-     * the GPU idle: N / 128 blocks) */
-    return M <= 4 * SMALL_ROWS ? launch<false, 32, 64, 4>(a, grid, s)
-                               : launch<false, 128, 32, 3>(a, grid, s);
+     * the GPU idle: N / 128 blocks), K split when a scratch is given */
+    if (M > 4 * SMALL_ROWS)
+        return A_lo ? launch<false, true, 128, 32, 3>(a, grid, s)
+                    : launch<false, false, 128, 32, 3>(a, grid, s);
+    if (split_scratch && K % 64 == 0)
+        a.splits = k_splits(M, N, K);
+    if (a.splits > 1) {
+        a.parts = split_scratch;
+        grid.z = a.splits;
+    }
+    cudaError_t e = A_lo ? launch<false, true, 32, 64, 4>(a, grid, s)
+                         : launch<false, false, 32, 64, 4>(a, grid, s);
+    if (e != cudaSuccess || a.splits == 1)
+        return e;
+    size_t mn = (size_t)M * N;
+    LAUNCH(gemm_sum_parts_kernel, (unsigned)((mn + 255) / 256), 256, 0, s, C, a.parts, bias, M, N,
+           a.splits, accumulate);
+    return cudaGetLastError();
 }
 
 cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
@@ -323,7 +421,8 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
     a.K = K;
     a.alpha = alpha;
     a.limit = limit;
+    a.splits = 1;
     dim3 grid((N + BN - 1) / BN, max_rows, E);
-    return max_rows <= SMALL_ROWS * E ? launch<true, 32, 64, 6>(a, grid, s)
-                                      : launch<true, 128, 64, 3>(a, grid, s);
+    return max_rows <= SMALL_ROWS * E ? launch<true, false, 32, 64, 6>(a, grid, s)
+                                      : launch<true, false, 128, 64, 3>(a, grid, s);
 }

@@ -1,10 +1,15 @@
 /* The kernels of the gpt-oss CUDA path and their launchers.  Activations are fp32 in
- * the residual stream and fp16 where they feed a matrix product (fp16 keeps 10 bits of
- * mantissa to bf16's 7; gpt-oss's activations there are bounded: normed, or the
- * clamped SwiGLU's); the dense weights are converted from bf16 to fp16 at load, the
- * MXFP4 experts stay MXFP4 and are decoded to fp16 inside the kernels; the KV cache is
- * fp16.  The embedding table stays bf16.  Every launcher takes a stream and returns
- * the launch's error.
+ * the residual stream.  Where they feed a matrix product on tensor cores they become
+ * fp16 (10 bits of mantissa to bf16's 7), in one of two precisions:
+ *   - the MoE block and lm_head take plain fp16 (normed or clamped-SwiGLU values);
+ *   - the attention block (QKV projection, scores, P V, output projection) takes
+ *     split fp16: x = hi + lo, hi = fp16(x), lo = fp16(x - hi), about 21 bits, as two
+ *     operands (two or three mma per product).  Its fp16 roundings are what flip the
+ *     routers' near-ties downstream (docs/correctness.md), so it keeps fp32's precision.
+ * The dense weights are converted from bf16 to fp16 at load (exact within fp16's
+ * range), the MXFP4 experts stay MXFP4 and are decoded to fp16 inside the kernels; the
+ * KV cache is fp32.  The embedding table stays bf16.  Every launcher takes a stream and
+ * returns the launch's error.
  *
  * Layouts: a matrix [rows][cols] is row-major; activations are [tokens][width];
  * MXFP4 weights are blocks [rows][cols/32][16] and scales [rows][cols/32]; the KV
@@ -27,10 +32,18 @@ static __device__ __forceinline__ f16 to_f16(float x)
     return __float2half_rn(fminf(fmaxf(x, -65504.0f), 65504.0f));
 }
 
+/* x as split fp16 (see above): hi = fp16(x), lo = fp16(x - hi). */
+static __device__ __forceinline__ void split_f16(float x, f16 *hi, f16 *lo)
+{
+    f16 h = to_f16(x);
+    *hi = h;
+    *lo = to_f16(x - __half2float(h));
+}
+
 /* One layer's KV cache as the kernels see it (in device memory: the kernels of a
  * captured decode step read it there, so one graph serves every sequence). */
 struct KvView {
-    f16 *k, *v;
+    float *k, *v;
     uint32_t cap;   /* positions held */
     uint32_t ring;  /* 1: slot = pos % cap */
 };
@@ -58,26 +71,25 @@ cudaError_t k_byte_range(const uint8_t *p, size_t n, uint32_t *lo_hi, cudaStream
 /* x[t][:] = embed[ids[t]][:] as fp32. */
 cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T, uint32_t H,
                     cudaStream_t s);
-/* out[t] = x[t] / rms(x[t]) * w, as f16 (out_h) and/or fp32 (out_f); either may be NULL. */
-cudaError_t k_rmsnorm(f16 *out_h, float *out_f, const float *x, const float *w, uint32_t T,
-                      uint32_t H, float eps, cudaStream_t s);
+/* out[t] = x[t] / rms(x[t]) * w, as fp16 (out_h; with out_lo, split fp16: out_h the
+ * hi part, out_lo the lo) and/or fp32 (out_f); any may be NULL. */
+cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, const float *w,
+                      uint32_t T, uint32_t H, float eps, cudaStream_t s);
 /* The RoPE table: cos_sin[pos][i] = (cos, sin)(pos * inv_freq[i]) * attn_factor for
  * pos < positions, i < half, computed in double (inv_freq: device, half doubles). */
 cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_factor,
                          uint32_t positions, uint32_t half, cudaStream_t s);
 /* RoPE for T tokens at positions pos0 + t (pos0 = *d_pos when d_pos is not NULL):
  * rotates q and k of the fp32 qkv rows [q | k | v] in place with the table cos_sin
- * [positions][hd/2] (cos, sin already scaled by the attention factor).  Then either
- * writes f16 copies (q into q_h unless NULL, k into k_h, v into v_h, rows of
- * heads*hd and kv_heads*hd), or, with kv (the decode step, T = 1), stores k and v
- * straight into the cache. */
-cudaError_t k_rope(float *qkv, f16 *q_h, f16 *k_h, f16 *v_h, const KvView *kv,
-                   const float2 *cos_sin, const uint32_t *d_pos, uint32_t pos0, uint32_t T,
-                   uint32_t heads, uint32_t kv_heads, uint32_t hd, cudaStream_t s);
-/* Stores the k, v rows of T tokens at positions pos0.. into the cache (a ring keeps
- * only the positions it can hold: the last cap). */
-cudaError_t k_kv_store(const KvView *kv, const f16 *k_h, const f16 *v_h, uint32_t pos0,
-                       uint32_t T, uint32_t kv_heads, uint32_t hd, cudaStream_t s);
+ * [positions][hd/2] (cos, sin already scaled by the attention factor); with kv (the
+ * decode step, T = 1) also stores k and v into the cache. */
+cudaError_t k_rope(float *qkv, const KvView *kv, const float2 *cos_sin, const uint32_t *d_pos,
+                   uint32_t pos0, uint32_t T, uint32_t heads, uint32_t kv_heads, uint32_t hd,
+                   cudaStream_t s);
+/* Stores the k, v parts of T qkv rows (as k_rope leaves them) at positions pos0.. into
+ * the cache (a ring keeps only the positions it can hold: the last cap). */
+cudaError_t k_kv_store(const KvView *kv, const float *qkv, uint32_t pos0, uint32_t T,
+                       uint32_t heads, uint32_t kv_heads, uint32_t hd, cudaStream_t s);
 /* Router: logits[t][e] = w[e] . xn[t] + b[e] (xn fp32); the top-k ids (ties to the
  * lower id) and their softmax. */
 cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w, const float *b,
@@ -144,11 +156,15 @@ size_t k_moe_down_scratch_bytes(uint32_t k, uint32_t H);
 
 /* ---- matrix products (prefill) ------------------------------------------------------ */
 
-/* C fp32 [M][N] = A f16 [M][K] . B f16 [N][K]^T + bias[N] (bias may be NULL; C +=
- * when accumulate).  Tensor cores (mma.sync f16, fp32 accumulation); K % 32 == 0,
- * N % 8 == 0. */
-cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *B, const float *bias, uint32_t M,
-                        uint32_t N, uint32_t K, int accumulate, cudaStream_t s);
+/* C fp32 [M][N] = A [M][K] . B f16 [N][K]^T + bias[N] (bias may be NULL; C += when
+ * accumulate), A f16, or split fp16 when A_lo is not NULL (A + A_lo: two products).
+ * Tensor cores (mma.sync f16, fp32 accumulation); K % 32 == 0, N % 8 == 0.
+ * split_scratch (may be NULL): k_gemm_split_scratch_bytes(M, N) of device memory, with
+ * which a product of few rows splits K over more blocks (summed in a fixed order). */
+cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,
+                       uint32_t M, uint32_t N, uint32_t K, int accumulate, float *split_scratch,
+                       cudaStream_t s);
+size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N);
 /* The experts' products, grouped: for expert e, the slots offsets[e]..offsets[e+1],
  * whose A rows are A[a_rows[slot]] (or A[slot] when a_rows is NULL), times expert e's
  * MXFP4 matrix [N][K] (blocks + e * N * K/2, scales + e * N * K/32), plus its bias
@@ -171,12 +187,12 @@ cudaError_t k_attention_decode(float *out, float *scratch, const float *q, const
                                const float *sinks, const uint32_t *d_pos, uint32_t heads,
                                uint32_t kv_heads, uint32_t hd, uint32_t window, uint32_t splits,
                                cudaStream_t s);
-/* Prefill: T queries at positions pos0.. (q f16 [T][heads*hd]); keys at positions
- * below pos0 come from the cache, the chunk's own from k_new/v_new (f16
- * [T][kv_heads*hd]).  Causal, the last `window` positions on sliding layers (window
- * 0: all).  out: f16 [T][heads*hd]. */
-cudaError_t k_attention_prefill(f16 *out, const f16 *q, const f16 *k_new, const f16 *v_new,
-                                const KvView *kv, const float *sinks, uint32_t pos0, uint32_t T,
-                                uint32_t heads, uint32_t kv_heads, uint32_t hd, uint32_t window,
-                                cudaStream_t s);
+/* Prefill: T queries at positions pos0.. (the q parts of the fp32 qkv rows, as
+ * k_rope leaves them); keys and values at positions below pos0 come from the cache,
+ * the chunk's own from the k, v parts of qkv.  Causal, the last `window` positions on
+ * sliding layers (window 0: all).  Every product in split fp16 (scores three mma,
+ * P V three).  out: split fp16 [T][heads*hd] (out_hi + out_lo). */
+cudaError_t k_attention_prefill(f16 *out_hi, f16 *out_lo, const float *qkv, const KvView *kv,
+                                const float *sinks, uint32_t pos0, uint32_t T, uint32_t heads,
+                                uint32_t kv_heads, uint32_t hd, uint32_t window, cudaStream_t s);
 #endif
