@@ -1,6 +1,6 @@
 /* Writes seed inputs for the fuzz targets into OUT/{safetensors,index,gguf,tokenizer,
- * text,manifest,wire}: valid inputs of each kind, small enough for the fuzzer to
- * mutate quickly. */
+ * text,manifest,wire,template}: valid inputs of each kind, small enough for the fuzzer
+ * to mutate quickly. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -10,6 +10,7 @@
 #include "spm_tokenizer.h"
 #include "engine_host/worker_protocol.h"
 #include "storage/st_writer.h"
+#include "template/template.h"
 
 int main(int argc, char **argv)
 {
@@ -122,6 +123,45 @@ int main(int argc, char **argv)
     llmr_strbuf_reset(&sb);
     uint8_t frames[1 + 16 + 4] = {3, 16, 0, 0, 0, 65, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 'a', 'b', 'c', 'd'};
     fx_write(dir, "frames.bin", frames, sizeof frames);
+    llmr_strbuf_free(&sb);
+
+    /* template: a chat template, a NUL, the JSON context */
+    snprintf(dir, sizeof dir, "%s/template", argv[1]);
+    mkdir(dir, 0755);
+    static const char conversation[] =
+        "{\"bos_token\": \"<s>\", \"add_generation_prompt\": true, \"messages\": ["
+        "{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"},"
+        "{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"type\": \"function\","
+        " \"function\": {\"name\": \"f\", \"arguments\": {\"x\": 1}}}]},"
+        "{\"role\": \"tool\", \"content\": \"42\"}], \"tools\": [{\"type\": \"function\","
+        " \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}]}";
+    const char *templates[][2] = {
+        {"chatml.bin", llmr_template_default_source()},
+        {"llama.bin",
+         "{{- bos_token }}\n{%- set ns = namespace(sys='') %}\n{%- for m in messages %}\n"
+         "{%- if m.role == 'system' %}{% set ns.sys = m.content | trim %}{% continue %}{% endif %}\n"
+         "<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
+         "{%- if m.tool_calls is defined and m.tool_calls %}\n"
+         "{%- for tc in m.tool_calls %}{{ {'name': tc.function.name, 'parameters': tc.function.arguments}"
+         " | tojson }}{% endfor %}\n"
+         "{%- else %}{{ m['content'] | trim }}{% endif %}<|eot_id|>\n{%- endfor %}\n"
+         "{%- if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
+         "{{ ns.sys }} {{ strftime_now('%d %b %Y') }}"},
+        {"macros.bin",
+         "{% macro render(t, indent=2) -%}\n{{ t.function.name }}: {{ t | tojson(indent=indent) }}\n"
+         "{%- endmacro %}\n{% for t in tools if t.type == 'function' %}{{ render(t) }}\n{% else %}none{% endfor %}\n"
+         "{% for m in messages | selectattr('role', 'in', ['user', 'assistant']) %}"
+         "{{ loop.index }}/{{ loop.length }} {{ m.role | upper }} {{ (m.content or '')[::-1] }}"
+         "{{ ', ' if not loop.last }}{% endfor %}\n{% set a, b = 'x,y'.split(',') %}{{ b ~ a }}"
+         "{% if messages[-1].role == 'nobody' %}{{ raise_exception('last is nobody') }}{% endif %}"},
+    };
+    for (size_t i = 0; i < sizeof templates / sizeof templates[0]; i++) {
+        llmr_strbuf_puts(&sb, templates[i][1]);
+        llmr_strbuf_putc(&sb, '\0');
+        llmr_strbuf_puts(&sb, conversation);
+        fx_write(dir, templates[i][0], sb.data, sb.len);
+        llmr_strbuf_reset(&sb);
+    }
     llmr_strbuf_free(&sb);
     return 0;
 }

@@ -13,14 +13,25 @@ mkdir -p "$work"
 cp "$root"/tests/fixtures/nemotron_h_tiny/*.header.json "$work/seeds/safetensors/" 2>/dev/null
 cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/*.header.json "$work/seeds/safetensors/" 2>/dev/null
 cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/model.safetensors.index.json "$work/seeds/index/" 2>/dev/null
+# A few real chat templates (the shared data, when it is there), each with a conversation
+# after a NUL: the template target's input format.
+shared_ct="${LLMR_SHARED_DIR:-$root/../shared}/chat-templates"
+mkdir -p "$work/seeds/template"
+for t in openai-gpt-oss-120b Qwen-Qwen3-0.6B meta-llama-Llama-3.1-8B-Instruct google-gemma-2-2b-it \
+         mistralai-Mistral-Nemo-Instruct-2407 deepseek-ai-DeepSeek-V3.1 NousResearch-Hermes-3-Llama-3.1-8B-tool_use; do
+  [[ -f "$shared_ct/templates/$t.jinja" && -f "$shared_ct/cases/tools.json" ]] || continue
+  { cat "$shared_ct/templates/$t.jinja"; printf '\0'; cat "$shared_ct/cases/tools.json"; } > "$work/seeds/template/$t.bin"
+done
 
 declare -A seeds=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
                   [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
-                  [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire)
+                  [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire
+                  [fuzz_template]=template)
 declare -A dicts=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
                   [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
-                  [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire)
-targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split fuzz_plugin_manifest fuzz_worker_wire})
+                  [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire
+                  [fuzz_template]=template)
+targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split fuzz_plugin_manifest fuzz_worker_wire fuzz_template})
 status=0
 summary=()
 for target in "${targets[@]}"; do

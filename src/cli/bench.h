@@ -8,5 +8,7 @@
 int llmr_bench_ipc(int argc, char **argv, const llmr_config *cfg);
 /* `llmr bench engine DIR`: bench_engine.c.  argv[0] is "engine". */
 int llmr_bench_engine(int argc, char **argv, const llmr_config *cfg);
+/* `llmr bench template`: bench_template.c.  argv[0] is "template". */
+int llmr_bench_template(int argc, char **argv, const llmr_config *cfg);
 
 #endif

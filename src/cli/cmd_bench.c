@@ -18,6 +18,8 @@ static void help(FILE *out)
     fprintf(out,
             "usage: llmr bench inspect DIR [--runs N] [--format safetensors|gguf]\n"
             "       llmr bench tokenizer --tokenizer FILE --corpus FILE [--runs N]\n"
+            "       llmr bench template (--template FILE | --default) --context FILE.json\n"
+            "                  [--now \"YYYY-MM-DD HH:MM:SS\"] [--runs N]\n"
             "       llmr bench ipc [--tokens N] [--runs N]\n"
             "       llmr bench engine DIR [--prompts 128,1024,4096] [--contexts 0,4096,32768]\n"
             "                  [--decode-tokens N] [--ttft-prompt N] [--runs N] [--context N]\n"
@@ -27,6 +29,10 @@ static void help(FILE *out)
             "tokenizer: loads FILE N times (default 5) and encodes and decodes the whole\n"
             "corpus N times on one thread; prints load time and encode/decode throughput\n"
             "(MB of UTF-8 text per second, medians), as JSON.\n\n"
+            "template: compiles a chat template once and renders the JSON context N times\n"
+            "(default 2000) on one thread, timing each render (as llmr template render does,\n"
+            "without the output); prints a table on stderr and, on stdout, one JSON line:\n"
+            "the median, min and max render in microseconds, the compile and the output bytes.\n\n"
             "ipc: the cost per token of running an engine in a worker process: the loopback\n"
             "engine generates N tokens (default 20000) in this process, then through a\n"
             "worker behind the engine host, N runs each (default 5); prints throughputs,\n"
@@ -245,9 +251,12 @@ static int run(int argc, char **argv, const llmr_config *config)
         return bench_tokenizer(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "engine") == 0)
         return llmr_bench_engine(argc - 1, argv + 1, config);
-    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, ipc, engine)");
+    if (argc >= 2 && strcmp(argv[1], "template") == 0)
+        return llmr_bench_template(argc - 1, argv + 1, config);
+    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, template, ipc, engine)");
     return LLMR_EXIT_USAGE;
 }
 
-const llmr_command llmr_cmd_bench = {"bench", "benchmarks: inspect, tokenizer, ipc, engine", run,
+const llmr_command llmr_cmd_bench = {"bench",
+                                     "benchmarks: inspect, tokenizer, template, ipc, engine", run,
                                      help};
