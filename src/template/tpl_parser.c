@@ -556,13 +556,15 @@ static tpl_node *parse_not(parser *P)
     return parse_compare(P);
 }
 
-static tpl_node *parse_and(parser *P)
+/* operand (word operand)*, left to right: `and` over not-expressions, `or` over ands. */
+static tpl_node *parse_chain(parser *P, const char *word, tpl_node_type type,
+                             tpl_node *(*operand)(parser *))
 {
-    tpl_node *l = parse_not(P);
-    while (l && is_name(cur(P), "and")) {
+    tpl_node *l = operand(P);
+    while (l && is_name(cur(P), word)) {
         const tpl_token *t = next_tok(P);
-        tpl_node *n = node(P, N_AND, t);
-        if (!n || !(n->b = parse_not(P)))
+        tpl_node *n = node(P, type, t);
+        if (!n || !(n->b = operand(P)))
             return NULL;
         n->a = l;
         l = n;
@@ -570,18 +572,14 @@ static tpl_node *parse_and(parser *P)
     return l;
 }
 
+static tpl_node *parse_and(parser *P)
+{
+    return parse_chain(P, "and", N_AND, parse_not);
+}
+
 static tpl_node *parse_or(parser *P)
 {
-    tpl_node *l = parse_and(P);
-    while (l && is_name(cur(P), "or")) {
-        const tpl_token *t = next_tok(P);
-        tpl_node *n = node(P, N_OR, t);
-        if (!n || !(n->b = parse_and(P)))
-            return NULL;
-        n->a = l;
-        l = n;
-    }
-    return l;
+    return parse_chain(P, "or", N_OR, parse_and);
 }
 
 static tpl_node *parse_expr(parser *P)
