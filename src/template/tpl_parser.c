@@ -171,23 +171,29 @@ static bool parse_call_args(parser *P, tpl_node *n)
     return true;
 }
 
+/* NAME [ (args) ] after a '|': a FILTER node applied to operand. */
+static tpl_node *parse_one_filter(parser *P, tpl_node *operand)
+{
+    const tpl_token *f = next_tok(P);
+    if (f->type != TK_NAME)
+        return fail_at(P, f, "expected a filter name after '|'%s", NULL);
+    tpl_node *fn = node(P, N_FILTER, f);
+    if (!fn)
+        return NULL;
+    fn->name = name_of(P, f);
+    fn->a = operand;
+    if (is_op(cur(P), "(") && !parse_call_args(P, fn))
+        return NULL;
+    return fn;
+}
+
 static tpl_node *parse_filters(parser *P, tpl_node *n)
 {
     while (n) {
         const tpl_token *t = cur(P);
         if (is_op(t, "|")) {
             next_tok(P);
-            const tpl_token *f = next_tok(P);
-            if (f->type != TK_NAME)
-                return fail_at(P, f, "expected a filter name after '|'%s", NULL);
-            tpl_node *fn = node(P, N_FILTER, f);
-            if (!fn)
-                return NULL;
-            fn->name = name_of(P, f);
-            fn->a = n;
-            if (is_op(cur(P), "(") && !parse_call_args(P, fn))
-                return NULL;
-            n = fn;
+            n = parse_one_filter(P, n);
         } else if (is_name(t, "is")) {
             next_tok(P);
             bool negate = false;
@@ -737,29 +743,15 @@ static tpl_node *parse_for(parser *P, const tpl_token *t)
     return expect_block_end(P) ? n : NULL;
 }
 
-static tpl_node *parse_filter_chain(parser *P, const tpl_token *t)
+/* A filter chain without an operand yet (filter blocks, block sets): FILTER nodes
+ * whose innermost operand is NULL, filled in at render. */
+static tpl_node *parse_filter_chain(parser *P)
 {
-    /* a chain applied to nothing yet: the body fills a->... at render; store as
-     * FILTER nodes whose innermost operand is NULL */
-    tpl_node *n = NULL;
-    do {
-        if (n && !is_op(cur(P), "|"))
-            break;
-        if (n)
-            next_tok(P);
-        const tpl_token *f = next_tok(P);
-        if (f->type != TK_NAME)
-            return fail_at(P, f, "expected a filter name%s", NULL);
-        tpl_node *fn = node(P, N_FILTER, f);
-        if (!fn)
-            return NULL;
-        fn->name = name_of(P, f);
-        fn->a = n;
-        if (is_op(cur(P), "(") && !parse_call_args(P, fn))
-            return NULL;
-        n = fn;
-    } while (is_op(cur(P), "|"));
-    (void)t;
+    tpl_node *n = parse_one_filter(P, NULL);
+    while (n && is_op(cur(P), "|")) {
+        next_tok(P);
+        n = parse_one_filter(P, n);
+    }
     return n;
 }
 
@@ -784,7 +776,7 @@ static tpl_node *parse_set(parser *P, const tpl_token *t)
     if (!n)
         return NULL;
     n->a = target;
-    if (is_op(cur(P), "|") && (next_tok(P), !(n->c = parse_filter_chain(P, t))))
+    if (is_op(cur(P), "|") && (next_tok(P), !(n->c = parse_filter_chain(P))))
         return NULL;
     if (!expect_block_end(P) || !(n->body = parse_body(P, ends, &ended)))
         return NULL;
@@ -928,7 +920,7 @@ static tpl_node *parse_statement(parser *P)
         tpl_node *n = node(P, N_FILTER_BLOCK, t);
         static const char *const ends[] = {"endfilter", NULL};
         const tpl_token *ended;
-        if (!n || !(n->c = parse_filter_chain(P, t)) || !expect_block_end(P) ||
+        if (!n || !(n->c = parse_filter_chain(P)) || !expect_block_end(P) ||
             !(n->body = parse_body(P, ends, &ended)))
             return NULL;
         return expect_block_end(P) ? n : NULL;
