@@ -9,6 +9,7 @@
 struct tpl_arena_block {
     tpl_arena_block *next;
     size_t cap;
+    bool borrowed; /* the caller's memory (tpl_arena_init_buffer): not freed here */
     max_align_t data[];
 };
 
@@ -19,12 +20,26 @@ void tpl_arena_init(tpl_arena *a)
     memset(a, 0, sizeof *a);
 }
 
+void tpl_arena_init_buffer(tpl_arena *a, void *mem, size_t size)
+{
+    tpl_arena_init(a);
+    if (size <= sizeof(tpl_arena_block))
+        return;
+    tpl_arena_block *b = mem;
+    b->next = NULL;
+    b->cap = size - sizeof *b;
+    b->borrowed = true;
+    a->head = b;
+    a->cap = b->cap;
+}
+
 void tpl_arena_free(tpl_arena *a)
 {
     tpl_arena_block *b = a->head;
     while (b) {
         tpl_arena_block *next = b->next;
-        free(b);
+        if (!b->borrowed)
+            free(b);
         b = next;
     }
     a->head = NULL;
@@ -68,6 +83,7 @@ void *tpl_alloc_raw(tpl_arena *a, size_t n)
         }
         b->next = a->head;
         b->cap = cap;
+        b->borrowed = false;
         a->head = b;
         a->cap = cap;
         a->used = 0;

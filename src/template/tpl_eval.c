@@ -41,7 +41,7 @@ void tpl_require_defined(tpl_render *r, const tpl_node *at, tpl_value v)
 
 static void emit(tpl_render *r, const tpl_node *at, const char *s, size_t n)
 {
-    if (r->out->len + n > r->opt.limits.max_output)
+    if (r->out->len - r->out_base + n > r->opt.limits.max_output)
         tpl_fail(r, at, "the output passed its limit of %zu bytes", r->opt.limits.max_output);
     if (!llmr_strbuf_append(r->out, s, n))
         tpl_fail(r, at, "out of memory");
@@ -157,6 +157,9 @@ static tpl_value lookup(tpl_render *r, tpl_scope *s, const char *name, size_t n)
 /* ---- expressions ----------------------------------------------------------------------- */
 
 static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s);
+/* eval with a literal's value taken in place (no call): literals are the most common
+ * operands of +, ~, comparisons and arguments. */
+#define EVAL(r, e, s) ((e)->type == N_LITERAL ? (e)->lit : eval((r), (e), (s)))
 static int exec(tpl_render *r, const tpl_node *n, tpl_scope *s);
 
 static void enter(tpl_render *r, const tpl_node *at)
@@ -170,11 +173,11 @@ __attribute__((noinline)) static tpl_call_args eval_args(tpl_render *r, const tp
     tpl_call_args a = {0};
     tpl_value *pos = tpl_alloc(&r->arena, (call->nkids + 1) * sizeof *pos);
     for (size_t i = 0; i < call->nkids; i++)
-        pos[i] = eval(r, call->kids[i], s);
+        pos[i] = EVAL(r, call->kids[i], s);
     tpl_value *kw = tpl_alloc(&r->arena, (call->nkw + extra_kw + 1) * sizeof *kw);
     const char **names = tpl_alloc(&r->arena, (call->nkw + extra_kw + 1) * sizeof *names);
     for (size_t i = 0; i < call->nkw; i++) {
-        kw[i] = eval(r, call->kw[i], s);
+        kw[i] = EVAL(r, call->kw[i], s);
         names[i] = call->kw_names[i];
     }
     a.pos = pos;
@@ -561,9 +564,9 @@ __attribute__((noinline)) static tpl_value eval_filter_or_test(tpl_render *r, co
 
 __attribute__((noinline)) static tpl_value eval_compare(tpl_render *r, const tpl_node *e, tpl_scope *s)
 {
-    tpl_value left = eval(r, e->kids[0], s);
+    tpl_value left = EVAL(r, e->kids[0], s);
     for (size_t i = 1; i < e->nkids; i++) {
-        tpl_value right = eval(r, e->kids[i], s);
+        tpl_value right = EVAL(r, e->kids[i], s);
         if (!compare_op(r, e, e->ops[i - 1], left, right))
             return tpl_bool(false);
         left = right;
@@ -661,7 +664,7 @@ static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
         break;
     }
     case N_BINOP:
-        v = arith(r, e, e->name, eval(r, e->a, s), eval(r, e->b, s));
+        v = arith(r, e, e->name, EVAL(r, e->a, s), EVAL(r, e->b, s));
         break;
     case N_AND: {
         tpl_value x = eval(r, e->a, s);
@@ -1093,20 +1096,31 @@ static int exec(tpl_render *r, const tpl_node *n, tpl_scope *s)
 
 /* ---- entry --------------------------------------------------------------------------- */
 
+/* The render's state and the first block of its arena, in one allocation. */
+#define FIRST_ARENA (48u << 10)
+typedef struct render_block {
+    tpl_render r;
+    max_align_t arena[FIRST_ARENA / sizeof(max_align_t)];
+} render_block;
+
 bool tpl_render_tree(const tpl_node *root, const json_t *context, const llmr_template_options *opt,
                      llmr_strbuf *out, char *err, size_t err_size)
 {
-    tpl_render *r = calloc(1, sizeof *r);
-    if (!r) {
+    render_block *rb = malloc(sizeof *rb);
+    if (!rb) {
         snprintf(err, err_size, "out of memory");
         return false;
     }
-    tpl_arena_init(&r->arena);
+    tpl_render *r = &rb->r;
+    memset(r, 0, sizeof *r);
+    tpl_arena_init_buffer(&r->arena, rb->arena, sizeof rb->arena);
     r->arena.oom = &r->fail;
     r->err = err;
     r->err_size = err_size;
     r->opt = opt ? *opt : llmr_template_default_options();
-    r->out = &r->main_out;
+    r->out = out;
+    r->out_base = out->len;
+    bool was_failed = out->failed;
     volatile bool ok = false;
     err[0] = 0;
     if (setjmp(r->fail) == 0) {
@@ -1120,14 +1134,13 @@ bool tpl_render_tree(const tpl_node *root, const json_t *context, const llmr_tem
     } else if (!err[0]) { /* the arena jumped: an allocation failed */
         snprintf(err, err_size, "out of memory: the render needed more memory than there is");
     }
-    if (ok) {
-        if (!llmr_strbuf_append(out, llmr_strbuf_cstr(&r->main_out), r->main_out.len)) {
-            snprintf(err, err_size, "out of memory");
-            ok = false;
-        }
+    if (!ok) { /* the caller's buffer as it was */
+        out->len = r->out_base;
+        if (out->data)
+            out->data[out->len] = 0;
+        out->failed = was_failed;
     }
-    llmr_strbuf_free(&r->main_out);
     tpl_arena_free(&r->arena);
-    free(r);
+    free(rb);
     return ok;
 }

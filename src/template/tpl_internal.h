@@ -30,6 +30,9 @@ typedef struct tpl_arena {
 } tpl_arena;
 
 void tpl_arena_init(tpl_arena *a);
+/* An arena whose first block is the caller's memory (aligned for max_align_t), for
+ * the allocations of a small render without a call to malloc. */
+void tpl_arena_init_buffer(tpl_arena *a, void *mem, size_t size);
 void tpl_arena_free(tpl_arena *a);
 /* Zeroed memory; NULL on failure unless a->oom is set (then it longjmps there). */
 void *tpl_alloc(tpl_arena *a, size_t n);
@@ -234,8 +237,9 @@ struct tpl_render {
     llmr_template_options opt;
     uint64_t iterations;
     uint32_t depth;
-    llmr_strbuf main_out;   /* the render's output until it succeeds */
-    llmr_strbuf *out;       /* where output goes now (a capture for set blocks, macros) */
+    llmr_strbuf *out;       /* the caller's buffer: the render appends there (captures
+                               cut their bytes back out); a failure truncates it back */
+    size_t out_base;        /* out's length before the render */
 };
 
 /* Renders a parsed template (tpl_eval.c); see llmr_template_render. */

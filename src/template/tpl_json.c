@@ -141,10 +141,44 @@ typedef struct keyed {
     tpl_value val;
 } keyed;
 
+/* A key as json.dumps writes it (a JSON string); false when it cannot be one. */
+static bool write_key(llmr_strbuf *sb, tpl_value k, bool ascii)
+{
+    if (k.type == TV_STR) {
+        write_json_str(sb, k.u.str.s, k.u.str.n, ascii);
+        return true;
+    }
+    llmr_strbuf text = LLMR_STRBUF_INIT;
+    bool ok = key_text(&text, k);
+    if (ok)
+        write_json_str(sb, llmr_strbuf_cstr(&text), text.len, ascii);
+    llmr_strbuf_free(&text);
+    return ok;
+}
+
 static bool write_dict(llmr_strbuf *sb, const tpl_dict *d, const tpl_json_opts *o, int level, const char **why)
 {
     if (d->n == 0)
         return llmr_strbuf_puts(sb, "{}");
+    if (!o->sort_keys) { /* in the dict's order: no copies */
+        llmr_strbuf_putc(sb, '{');
+        for (size_t i = 0; i < d->n; i++) {
+            if (i)
+                llmr_strbuf_puts(sb, o->item_sep);
+            if (indented(o))
+                newline_indent(sb, o, level + 1);
+            if (!write_key(sb, d->keys[i], o->ensure_ascii)) {
+                *why = "keys must be str, int, float, bool or None";
+                return false;
+            }
+            llmr_strbuf_puts(sb, o->key_sep);
+            if (!write_json(sb, d->vals[i], o, level + 1, why))
+                return false;
+        }
+        if (indented(o))
+            newline_indent(sb, o, level);
+        return llmr_strbuf_putc(sb, '}');
+    }
     keyed *items = calloc(d->n, sizeof *items);
     keyed **order = calloc(d->n, sizeof *order);
     bool ok = items && order;
