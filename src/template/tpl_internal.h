@@ -7,8 +7,10 @@
  *   tpl_json.c      JSON in (the context) and out (tojson, as Python's json.dumps)
  *   tpl_lexer.c     source -> tokens, with Jinja's whitespace control
  *   tpl_parser.c    tokens -> tree
- *   tpl_builtins.c  filters, tests, methods of strings/lists/dicts, globals
- *   tpl_eval.c      the render: scopes, statements, expressions, limits */
+ *   tpl_builtins.c  methods of strings/lists/dicts (the sandbox's refusals), globals
+ *   tpl_filters.c   jinja2's filters and tests
+ *   tpl_eval.c      the render: scopes, statements, expressions, limits
+ *   template.c      the public API (template.h) over these */
 #ifndef LLMR_TEMPLATE_INTERNAL_H
 #define LLMR_TEMPLATE_INTERNAL_H
 
