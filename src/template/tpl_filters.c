@@ -1048,14 +1048,13 @@ tpl_value tpl_filter(tpl_render *r, const tpl_node *at, const char *name, tpl_va
     tpl_fail(r, at, "No filter named '%s'.", name);
 }
 
+/* `x is filter` / `x is test`: whether a filter or test of that name exists. */
 static bool t_filter(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_call_args *a)
 {
     (void)r;
     (void)at;
     (void)a;
-    if (v.type != TV_STR)
-        return false;
-    for (size_t i = 0; FILTERS[i].name; i++)
+    for (size_t i = 0; v.type == TV_STR && FILTERS[i].name; i++)
         if (strlen(FILTERS[i].name) == v.u.str.n && !memcmp(FILTERS[i].name, v.u.str.s, v.u.str.n))
             return true;
     return false;
@@ -1066,9 +1065,7 @@ static bool t_test(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_cal
     (void)r;
     (void)at;
     (void)a;
-    if (v.type != TV_STR)
-        return false;
-    for (size_t i = 0; TESTS[i].name; i++)
+    for (size_t i = 0; v.type == TV_STR && TESTS[i].name; i++)
         if (strlen(TESTS[i].name) == v.u.str.n && !memcmp(TESTS[i].name, v.u.str.s, v.u.str.n))
             return true;
     return false;

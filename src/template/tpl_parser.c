@@ -171,6 +171,16 @@ static bool parse_call_args(parser *P, tpl_node *n)
     return true;
 }
 
+/* callee(args) at the '(' token t. */
+static tpl_node *parse_call(parser *P, const tpl_token *t, tpl_node *callee)
+{
+    tpl_node *cn = node(P, N_CALL, t);
+    if (!cn)
+        return NULL;
+    cn->a = callee;
+    return parse_call_args(P, cn) ? cn : NULL;
+}
+
 /* NAME [ (args) ] after a '|': a FILTER node applied to operand. */
 static tpl_node *parse_one_filter(parser *P, tpl_node *operand)
 {
@@ -236,13 +246,7 @@ static tpl_node *parse_filters(parser *P, tpl_node *n)
                 n = nn;
             }
         } else if (is_op(t, "(")) { /* a call of a filter's result */
-            tpl_node *cn = node(P, N_CALL, t);
-            if (!cn)
-                return NULL;
-            cn->a = n;
-            if (!parse_call_args(P, cn))
-                return NULL;
-            n = cn;
+            n = parse_call(P, t, n);
         } else {
             break;
         }
@@ -315,13 +319,7 @@ static tpl_node *parse_postfix(parser *P, tpl_node *n)
             }
             n = in;
         } else if (is_op(t, "(")) {
-            tpl_node *cn = node(P, N_CALL, t);
-            if (!cn)
-                return NULL;
-            cn->a = n;
-            if (!parse_call_args(P, cn))
-                return NULL;
-            n = cn;
+            n = parse_call(P, t, n);
         } else {
             break;
         }
