@@ -30,6 +30,7 @@ void tpl_arena_init_buffer(tpl_arena *a, void *mem, size_t size)
     b->cap = size - sizeof *b;
     b->borrowed = true;
     a->head = b;
+    a->base = (char *)b->data;
     a->cap = b->cap;
 }
 
@@ -43,12 +44,9 @@ void tpl_arena_free(tpl_arena *a)
         b = next;
     }
     a->head = NULL;
+    a->base = NULL;
     a->used = a->cap = 0;
 }
-
-/* Larger than any render needs: a request this big is a runaway (or an overflowed
- * count), answered as out of memory. */
-#define LARGEST (((size_t)1) << 36)
 
 void *tpl_alloc(tpl_arena *a, size_t n)
 {
@@ -58,10 +56,10 @@ void *tpl_alloc(tpl_arena *a, size_t n)
     return p;
 }
 
-void *tpl_alloc_raw(tpl_arena *a, size_t n)
+void *tpl_arena_grow(tpl_arena *a, size_t n)
 {
-    size_t align = sizeof(max_align_t);
-    if (n > LARGEST) {
+    size_t align = TPL_ARENA_ALIGN;
+    if (n > TPL_ARENA_LARGEST) {
         if (a->oom)
             longjmp(*a->oom, 1);
         return NULL;
@@ -69,34 +67,36 @@ void *tpl_alloc_raw(tpl_arena *a, size_t n)
     n = (n + align - 1) & ~(align - 1);
     if (n == 0)
         n = align;
-    if (!a->head || a->cap - a->used < n) {
-        size_t cap = a->cap ? a->cap * 2 : FIRST_BLOCK;
-        if (cap > (1u << 20))
-            cap = 1u << 20;
-        if (cap < n)
-            cap = n;
-        tpl_arena_block *b = malloc(sizeof *b + cap);
-        if (!b) {
-            if (a->oom)
-                longjmp(*a->oom, 1);
-            return NULL;
-        }
-        b->next = a->head;
-        b->cap = cap;
-        b->borrowed = false;
-        a->head = b;
-        a->cap = cap;
-        a->used = 0;
+    if (a->head && a->cap - a->used >= n) { /* only a zero-byte request comes here with room */
+        void *p = a->base + a->used;
+        a->used += n;
+        return p;
     }
-    void *p = (char *)a->head->data + a->used;
-    a->used += n;
-    return p;
+    size_t cap = a->cap ? a->cap * 2 : FIRST_BLOCK;
+    if (cap > (1u << 20))
+        cap = 1u << 20;
+    if (cap < n)
+        cap = n;
+    tpl_arena_block *b = malloc(sizeof *b + cap);
+    if (!b) {
+        if (a->oom)
+            longjmp(*a->oom, 1);
+        return NULL;
+    }
+    b->next = a->head;
+    b->cap = cap;
+    b->borrowed = false;
+    a->head = b;
+    a->base = (char *)b->data;
+    a->cap = cap;
+    a->used = n;
+    return a->base;
 }
 
 void *tpl_alloc_array(tpl_arena *a, size_t count, size_t size)
 {
-    if (size && count > LARGEST / size)
-        return tpl_alloc(a, LARGEST + 1); /* fails the same way */
+    if (size && count > TPL_ARENA_LARGEST / size)
+        return tpl_alloc(a, TPL_ARENA_LARGEST + 1); /* fails the same way */
     return tpl_alloc(a, count * size);
 }
 

@@ -112,8 +112,8 @@ static tpl_value recase(tpl_render *r, tpl_value v, char mode)
 {
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     bool prev_cased = false, first = true;
-    for (size_t i = 0; i < v.u.str.n;) {
-        int32_t c = next_cp(v.u.str.s, v.u.str.n, &i), o = c;
+    for (size_t i = 0; i < v.len;) {
+        int32_t c = next_cp(v.u.s, v.len, &i), o = c;
         bool cased = utf8proc_toupper(c) != c || utf8proc_tolower(c) != c;
         switch (mode) {
         case 'u': o = utf8proc_toupper(c); break;
@@ -143,8 +143,8 @@ static bool in_chars(int32_t c, const tpl_value *chars)
 {
     if (!chars || chars->type == TV_NONE)
         return py_space(c);
-    for (size_t i = 0; i < chars->u.str.n;)
-        if (next_cp(chars->u.str.s, chars->u.str.n, &i) == c)
+    for (size_t i = 0; i < chars->len;)
+        if (next_cp(chars->u.s, chars->len, &i) == c)
             return true;
     return false;
 }
@@ -154,8 +154,8 @@ static tpl_value strip(tpl_render *r, const tpl_node *at, tpl_value v, const tpl
 {
     if (chars && chars->type != TV_NONE)
         need_str(r, at, *chars, "strip's characters");
-    const char *s = v.u.str.s;
-    size_t lo = 0, hi = v.u.str.n;
+    const char *s = v.u.s;
+    size_t lo = 0, hi = v.len;
     if (which & 1)
         while (lo < hi) {
             size_t i = lo;
@@ -178,12 +178,12 @@ static tpl_value strip(tpl_render *r, const tpl_node *at, tpl_value v, const tpl
 
 static bool has_prefix(tpl_value s, tpl_value p)
 {
-    return p.u.str.n <= s.u.str.n && memcmp(s.u.str.s, p.u.str.s, p.u.str.n) == 0;
+    return p.len <= s.len && memcmp(s.u.s, p.u.s, p.len) == 0;
 }
 
 static bool has_suffix(tpl_value s, tpl_value p)
 {
-    return p.u.str.n <= s.u.str.n && memcmp(s.u.str.s + s.u.str.n - p.u.str.n, p.u.str.s, p.u.str.n) == 0;
+    return p.len <= s.len && memcmp(s.u.s + s.len - p.len, p.u.s, p.len) == 0;
 }
 
 static const char *find_bytes(const char *h, size_t hn, const char *nd, size_t nn)
@@ -201,39 +201,39 @@ static tpl_value replace(tpl_render *r, tpl_value s, tpl_value old, tpl_value ne
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     size_t i = 0;
     int64_t done = 0;
-    if (old.u.str.n == 0) { /* Python inserts between every character */
+    if (old.len == 0) { /* Python inserts between every character */
         while (count < 0 || done < count) {
-            llmr_strbuf_append(&sb, new_.u.str.s, new_.u.str.n);
+            llmr_strbuf_append(&sb, new_.u.s, new_.len);
             done++;
-            if (i >= s.u.str.n)
+            if (i >= s.len)
                 break;
             size_t j = i;
-            next_cp(s.u.str.s, s.u.str.n, &j);
-            llmr_strbuf_append(&sb, s.u.str.s + i, j - i);
+            next_cp(s.u.s, s.len, &j);
+            llmr_strbuf_append(&sb, s.u.s + i, j - i);
             i = j;
         }
-        llmr_strbuf_append(&sb, s.u.str.s + i, s.u.str.n - i);
+        llmr_strbuf_append(&sb, s.u.s + i, s.len - i);
         return from_sb(r, &sb);
     }
     while (count < 0 || done < count) {
-        const char *f = find_bytes(s.u.str.s + i, s.u.str.n - i, old.u.str.s, old.u.str.n);
+        const char *f = find_bytes(s.u.s + i, s.len - i, old.u.s, old.len);
         if (!f)
             break;
-        size_t at = (size_t)(f - s.u.str.s);
-        llmr_strbuf_append(&sb, s.u.str.s + i, at - i);
-        llmr_strbuf_append(&sb, new_.u.str.s, new_.u.str.n);
-        i = at + old.u.str.n;
+        size_t at = (size_t)(f - s.u.s);
+        llmr_strbuf_append(&sb, s.u.s + i, at - i);
+        llmr_strbuf_append(&sb, new_.u.s, new_.len);
+        i = at + old.len;
         done++;
     }
-    llmr_strbuf_append(&sb, s.u.str.s + i, s.u.str.n - i);
+    llmr_strbuf_append(&sb, s.u.s + i, s.len - i);
     return from_sb(r, &sb);
 }
 
 static tpl_value split(tpl_render *r, const tpl_node *at, tpl_value s, const tpl_value *sep, int64_t maxsplit, bool from_right)
 {
     tpl_value out = tpl_new_list(A(r), 0);
-    const char *p = s.u.str.s;
-    size_t n = s.u.str.n;
+    const char *p = s.u.s;
+    size_t n = s.len;
     if (!sep || sep->type == TV_NONE) { /* runs of whitespace */
         size_t i = 0;
         int64_t done = 0;
@@ -285,10 +285,10 @@ static tpl_value split(tpl_render *r, const tpl_node *at, tpl_value s, const tpl
         return out;
     }
     need_str(r, at, *sep, "split's separator");
-    if (sep->u.str.n == 0)
+    if (sep->len == 0)
         tpl_fail(r, at, "empty separator");
-    const char *q = sep->u.str.s;
-    size_t qn = sep->u.str.n;
+    const char *q = sep->u.s;
+    size_t qn = sep->len;
     if (from_right) {
         /* split from the right: find occurrences from the end */
         size_t end = n;
@@ -333,7 +333,6 @@ static tpl_value split(tpl_render *r, const tpl_node *at, tpl_value s, const tpl
 
 /* ---- methods ------------------------------------------------------------------------ */
 
-#define SELF_STR (self.u.str)
 
 /* Markup's methods give Markup (markupsafe wraps them). */
 static tpl_value keep_safe(tpl_value self, tpl_value out)
@@ -366,8 +365,8 @@ static tpl_value m_splitlines(tpl_render *r, const tpl_node *at, tpl_value self,
     (void)at;
     bool keep = tpl_arg(a, 0, "keepends") && tpl_truthy(*tpl_arg(a, 0, "keepends"));
     tpl_value out = tpl_new_list(A(r), 0);
-    const char *p = SELF_STR.s;
-    size_t n = SELF_STR.n, start = 0;
+    const char *p = self.u.s;
+    size_t n = self.len, start = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i;
         int32_t c = next_cp(p, n, &j);
@@ -399,9 +398,9 @@ static tpl_value affix(tpl_render *r, const tpl_node *at, tpl_value self, const 
         (void)none;
         int64_t k = st->u.i;
         size_t i = 0;
-        for (int64_t c = 0; c < k && i < s.u.str.n; c++)
-            next_cp(s.u.str.s, s.u.str.n, &i);
-        s = tpl_str(s.u.str.s + i, s.u.str.n - i);
+        for (int64_t c = 0; c < k && i < s.len; c++)
+            next_cp(s.u.s, s.len, &i);
+        s = tpl_str(s.u.s + i, s.len - i);
     }
     if (p->type == TV_LIST && p->is_tuple) {
         for (size_t i = 0; i < p->u.list->n; i++) {
@@ -432,7 +431,7 @@ static int64_t cp_index(tpl_value s, size_t byte)
 {
     int64_t k = 0;
     for (size_t i = 0; i < byte; i++)
-        k += ((unsigned char)s.u.str.s[i] & 0xC0) != 0x80;
+        k += ((unsigned char)s.u.s[i] & 0xC0) != 0x80;
     return k;
 }
 
@@ -442,8 +441,8 @@ static tpl_value m_find(tpl_render *r, const tpl_node *at, tpl_value self, const
     if (!x)
         tpl_fail(r, at, "find takes at least 1 argument");
     need_str(r, at, *x, "find");
-    const char *f = find_bytes(SELF_STR.s, SELF_STR.n, x->u.str.s, x->u.str.n);
-    return tpl_int(f ? cp_index(self, (size_t)(f - SELF_STR.s)) : -1);
+    const char *f = find_bytes(self.u.s, self.len, x->u.s, x->len);
+    return tpl_int(f ? cp_index(self, (size_t)(f - self.u.s)) : -1);
 }
 
 static tpl_value m_rfind(tpl_render *r, const tpl_node *at, tpl_value self, const tpl_call_args *a)
@@ -452,8 +451,8 @@ static tpl_value m_rfind(tpl_render *r, const tpl_node *at, tpl_value self, cons
     if (!x)
         tpl_fail(r, at, "rfind takes at least 1 argument");
     need_str(r, at, *x, "rfind");
-    for (size_t k = SELF_STR.n + 1; k-- > 0;)
-        if (k + x->u.str.n <= SELF_STR.n && memcmp(SELF_STR.s + k, x->u.str.s, x->u.str.n) == 0)
+    for (size_t k = self.len + 1; k-- > 0;)
+        if (k + x->len <= self.len && memcmp(self.u.s + k, x->u.s, x->len) == 0)
             return tpl_int(cp_index(self, k));
     return tpl_int(-1);
 }
@@ -470,13 +469,13 @@ static tpl_value m_count(tpl_render *r, const tpl_node *at, tpl_value self, cons
         return tpl_int(c);
     }
     need_str(r, at, *x, "count");
-    if (x->u.str.n == 0)
-        return tpl_int(cp_index(self, SELF_STR.n) + 1);
+    if (x->len == 0)
+        return tpl_int(cp_index(self, self.len) + 1);
     int64_t c = 0;
-    for (size_t i = 0; i + x->u.str.n <= SELF_STR.n;) {
-        if (memcmp(SELF_STR.s + i, x->u.str.s, x->u.str.n) == 0) {
+    for (size_t i = 0; i + x->len <= self.len;) {
+        if (memcmp(self.u.s + i, x->u.s, x->len) == 0) {
             c++;
-            i += x->u.str.n;
+            i += x->len;
         } else {
             i++;
         }
@@ -514,8 +513,8 @@ static tpl_value m_join(tpl_render *r, const tpl_node *at, tpl_value self, const
             tpl_fail(r, at, "sequence item %zu: expected str instance, %s found", i, tpl_type_name(items->items[i]));
         }
         if (i)
-            llmr_strbuf_append(&sb, SELF_STR.s, SELF_STR.n);
-        llmr_strbuf_append(&sb, items->items[i].u.str.s, items->items[i].u.str.n);
+            llmr_strbuf_append(&sb, self.u.s, self.len);
+        llmr_strbuf_append(&sb, items->items[i].u.s, items->items[i].len);
     }
     return from_sb(r, &sb);
 }
@@ -523,11 +522,11 @@ static tpl_value m_join(tpl_render *r, const tpl_node *at, tpl_value self, const
 static tpl_value m_isclass(tpl_render *r, tpl_value self, char cls)
 {
     (void)r;
-    if (SELF_STR.n == 0)
+    if (self.len == 0)
         return tpl_bool(false);
     bool any_cased = false;
-    for (size_t i = 0; i < SELF_STR.n;) {
-        int32_t c = next_cp(SELF_STR.s, SELF_STR.n, &i);
+    for (size_t i = 0; i < self.len;) {
+        int32_t c = next_cp(self.u.s, self.len, &i);
         utf8proc_category_t cat = utf8proc_category(c);
         bool digit = cat == UTF8PROC_CATEGORY_ND;
         bool alpha = cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
@@ -556,7 +555,7 @@ static tpl_value m_removeprefix(tpl_render *r, const tpl_node *at, tpl_value sel
     if (!p)
         tpl_fail(r, at, "removeprefix takes exactly one argument");
     need_str(r, at, *p, "removeprefix");
-    return has_prefix(self, *p) ? tpl_str(SELF_STR.s + p->u.str.n, SELF_STR.n - p->u.str.n) : self;
+    return has_prefix(self, *p) ? tpl_str(self.u.s + p->len, self.len - p->len) : self;
 }
 
 static tpl_value m_removesuffix(tpl_render *r, const tpl_node *at, tpl_value self, const tpl_call_args *a)
@@ -565,7 +564,7 @@ static tpl_value m_removesuffix(tpl_render *r, const tpl_node *at, tpl_value sel
     if (!p)
         tpl_fail(r, at, "removesuffix takes exactly one argument");
     need_str(r, at, *p, "removesuffix");
-    return has_suffix(self, *p) && p->u.str.n ? tpl_str(SELF_STR.s, SELF_STR.n - p->u.str.n) : self;
+    return has_suffix(self, *p) && p->len ? tpl_str(self.u.s, self.len - p->len) : self;
 }
 
 /* str.format: {} {0} {name} {name.attr} {0[key]} with !r / !s and an empty spec. */
@@ -573,8 +572,8 @@ static tpl_value m_format(tpl_render *r, const tpl_node *at, tpl_value self, con
 {
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     size_t auto_i = 0;
-    const char *p = SELF_STR.s;
-    size_t n = SELF_STR.n;
+    const char *p = self.u.s;
+    size_t n = self.len;
     for (size_t i = 0; i < n; i++) {
         if (p[i] == '}' ) {
             if (i + 1 < n && p[i + 1] == '}')
@@ -660,7 +659,7 @@ static tpl_value m_center(tpl_render *r, const tpl_node *at, tpl_value self, con
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     for (int64_t i = 0; i < left; i++)
         llmr_strbuf_putc(&sb, ' ');
-    llmr_strbuf_append(&sb, SELF_STR.s, SELF_STR.n);
+    llmr_strbuf_append(&sb, self.u.s, self.len);
     for (int64_t i = 0; i < total - left; i++)
         llmr_strbuf_putc(&sb, ' ');
     return from_sb(r, &sb);
@@ -776,9 +775,10 @@ tpl_value tpl_method(tpl_render *r, const tpl_node *at, tpl_value self, const ch
         if (eq_name(name, n, table[i].name)) {
             tpl_value m = {0};
             m.type = TV_BUILTIN;
-            m.u.builtin.fn = table[i].fn;
-            m.u.builtin.self = tpl_alloc(A(r), sizeof(tpl_value));
-            *m.u.builtin.self = self;
+            tpl_builtin *b = tpl_alloc_raw(A(r), sizeof *b);
+            b->fn = table[i].fn;
+            b->self = self;
+            m.u.builtin = b;
             return m;
         }
     return tpl_undefined(NULL);
@@ -847,7 +847,7 @@ static tpl_value g_raise(tpl_render *r, const tpl_node *at, tpl_value self, cons
     (void)self;
     const tpl_value *m = tpl_arg(a, 0, NULL);
     tpl_value s = m ? tpl_to_str(r, *m) : tpl_str("", 0);
-    tpl_fail(r, at, "raise_exception: %.*s", (int)(s.u.str.n > 300 ? 300 : s.u.str.n), s.u.str.s);
+    tpl_fail(r, at, "raise_exception: %.*s", (int)(s.len > 300 ? 300 : s.len), s.u.s);
 }
 
 static tpl_value g_strftime(tpl_render *r, const tpl_node *at, tpl_value self, const tpl_call_args *a)
@@ -864,10 +864,10 @@ static tpl_value g_strftime(tpl_render *r, const tpl_node *at, tpl_value self, c
         time_t t = time(NULL);
         localtime_r(&t, &now);
     }
-    char *fmt = tpl_strndup(A(r), f->u.str.s, f->u.str.n);
+    char *fmt = tpl_strndup(A(r), f->u.s, f->len);
     char buf[512];
     size_t n = strftime(buf, sizeof buf, fmt, &now);
-    if (n == 0 && f->u.str.n)
+    if (n == 0 && f->len)
         tpl_fail(r, at, "strftime_now: the format gives no text or more than %zu bytes", sizeof buf);
     return new_str(r, buf, n);
 }
@@ -877,20 +877,22 @@ static tpl_value g_cycler(tpl_render *r, const tpl_node *at, tpl_value self, con
 
 typedef struct global {
     const char *name;
-    tpl_builtin_fn fn;
+    tpl_builtin call; /* self: none */
 } global;
 
-static const global GLOBALS[] = {{"range", g_range}, {"namespace", g_namespace}, {"dict", g_dict},
-                                 {"raise_exception", g_raise}, {"strftime_now", g_strftime},
-                                 {"joiner", g_joiner}, {"cycler", g_cycler}, {NULL, NULL}};
+#define GLOBAL(name, fn) {name, {fn, {.type = TV_NONE}}}
+static const global GLOBALS[] = {GLOBAL("range", g_range), GLOBAL("namespace", g_namespace),
+                                 GLOBAL("dict", g_dict), GLOBAL("raise_exception", g_raise),
+                                 GLOBAL("strftime_now", g_strftime), GLOBAL("joiner", g_joiner),
+                                 GLOBAL("cycler", g_cycler), {NULL, {NULL, {.type = TV_NONE}}}};
+#undef GLOBAL
 
 tpl_value tpl_global(const char *name, size_t n)
 {
     for (size_t i = 0; GLOBALS[i].name; i++)
         if (eq_name(name, n, GLOBALS[i].name)) {
-            tpl_value g = {0};
-            g.type = TV_BUILTIN;
-            g.u.builtin.fn = GLOBALS[i].fn;
+            tpl_value g = {.type = TV_BUILTIN};
+            g.u.builtin = &GLOBALS[i].call;
             return g;
         }
     return tpl_undefined(NULL);
@@ -920,9 +922,10 @@ static tpl_value g_joiner(tpl_render *r, const tpl_node *at, tpl_value self, con
     tpl_dict_set(A(r), state.u.dict, tpl_cstr("sep"), s ? *s : tpl_str(", ", 2));
     tpl_value j = {0};
     j.type = TV_BUILTIN;
-    j.u.builtin.fn = joiner_call;
-    j.u.builtin.self = tpl_alloc(A(r), sizeof(tpl_value));
-    *j.u.builtin.self = state;
+    tpl_builtin *b = tpl_alloc_raw(A(r), sizeof *b);
+    b->fn = joiner_call;
+    b->self = state;
+    j.u.builtin = b;
     return j;
 }
 

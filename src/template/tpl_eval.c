@@ -27,37 +27,42 @@ void tpl_fail(tpl_render *r, const tpl_node *at, const char *fmt, ...)
     longjmp(r->fail, 1);
 }
 
-void tpl_require_defined(tpl_render *r, const tpl_node *at, tpl_value v)
+void tpl_fail_undefined(tpl_render *r, const tpl_node *at, tpl_value v)
 {
-    if (v.type != TV_UNDEFINED)
-        return;
-    if (v.u.undef.is_name && v.u.undef.owner)
-        tpl_fail(r, at, "'%s object' has no attribute '%.*s'", v.u.undef.owner, (int)v.u.undef.name_n,
-                 v.u.undef.text);
-    if (v.u.undef.is_name)
-        tpl_fail(r, at, "'%.*s' is undefined", (int)v.u.undef.name_n, v.u.undef.text);
-    tpl_fail(r, at, "%s", v.u.undef.text ? v.u.undef.text : "a value is undefined");
+    if (v.undef_is_name && v.undef_owner)
+        tpl_fail(r, at, "'%s object' has no attribute '%.*s'", tpl_owner_name(v.undef_owner), (int)v.len,
+                 v.u.s);
+    if (v.undef_is_name)
+        tpl_fail(r, at, "'%.*s' is undefined", (int)v.len, v.u.s);
+    tpl_fail(r, at, "%s", v.u.s ? v.u.s : "a value is undefined");
 }
 
 static void emit(tpl_render *r, const tpl_node *at, const char *s, size_t n)
 {
-    if (r->out->len - r->out_base + n > r->opt.limits.max_output)
+    llmr_strbuf *out = r->out;
+    if (out->len - r->out_base + n > r->opt.limits.max_output)
         tpl_fail(r, at, "the output passed its limit of %zu bytes", r->opt.limits.max_output);
-    if (!llmr_strbuf_append(r->out, s, n))
+    if (out->data && !out->failed && out->cap - out->len > n) { /* room for the bytes and the NUL */
+        memcpy(out->data + out->len, s, n);
+        out->len += n;
+        out->data[out->len] = 0;
+        return;
+    }
+    if (!llmr_strbuf_append(out, s, n))
         tpl_fail(r, at, "out of memory");
 }
 
 static void emit_value(tpl_render *r, const tpl_node *at, tpl_value v)
 {
     if (v.type == TV_STR) {
-        emit(r, at, v.u.str.s, v.u.str.n);
+        emit(r, at, v.u.s, v.len);
         return;
     }
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     tpl_write_str(&sb, v);
     tpl_value s = tpl_str(tpl_strndup(&r->arena, llmr_strbuf_cstr(&sb), sb.len), sb.len);
     llmr_strbuf_free(&sb);
-    emit(r, at, s.u.str.s, s.u.str.n);
+    emit(r, at, s.u.s, s.len);
 }
 
 tpl_value tpl_to_str(tpl_render *r, tpl_value v)
@@ -91,63 +96,62 @@ static tpl_value capture_end(tpl_render *r, size_t mark)
 
 /* ---- scopes ------------------------------------------------------------------------ */
 
+/* A scope's names are the parser's interned names (TPL_NAME_* for the renderer's own),
+ * compared by pointer; the first few live in the scope itself, so a scope is one
+ * allocation. */
+typedef struct scope_entry {
+    const char *name;
+    tpl_value v;
+} scope_entry;
+
+#define SCOPE_INLINE 6
+
 struct tpl_scope {
     tpl_scope *parent;
-    const tpl_dict *context; /* the root only */
-    const char **names;
-    size_t *lens;
-    tpl_value *vals;
+    scope_entry *e;          /* `inline_e` until it outgrows it */
     size_t n, cap;
+    scope_entry inline_e[SCOPE_INLINE];
 };
 
 static tpl_scope *scope_new(tpl_render *r, tpl_scope *parent)
 {
-    tpl_scope *s = tpl_alloc(&r->arena, sizeof *s);
+    tpl_scope *s = tpl_alloc_raw(&r->arena, sizeof *s);
     s->parent = parent;
+    s->e = s->inline_e;
+    s->n = 0;
+    s->cap = SCOPE_INLINE;
     return s;
 }
 
-static void scope_set(tpl_render *r, tpl_scope *s, const char *name, size_t n, tpl_value v)
+static void scope_set(tpl_render *r, tpl_scope *s, const char *name, tpl_value v)
 {
     for (size_t i = 0; i < s->n; i++)
-        if (s->lens[i] == n && memcmp(s->names[i], name, n) == 0) {
-            s->vals[i] = v;
+        if (s->e[i].name == name) {
+            s->e[i].v = v;
             return;
         }
     if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 8;
-        const char **names = tpl_alloc(&r->arena, cap * sizeof *names);
-        size_t *lens = tpl_alloc(&r->arena, cap * sizeof *lens);
-        tpl_value *vals = tpl_alloc(&r->arena, cap * sizeof *vals);
-        if (s->n) {
-            memcpy(names, s->names, s->n * sizeof *names);
-            memcpy(lens, s->lens, s->n * sizeof *lens);
-            memcpy(vals, s->vals, s->n * sizeof *vals);
-        }
-        s->names = names;
-        s->lens = lens;
-        s->vals = vals;
+        size_t cap = s->cap * 2;
+        scope_entry *e = tpl_alloc_array(&r->arena, cap, sizeof *e);
+        memcpy(e, s->e, s->n * sizeof *e);
+        s->e = e;
         s->cap = cap;
     }
-    s->names[s->n] = name;
-    s->lens[s->n] = n;
-    s->vals[s->n] = v;
-    s->n++;
+    s->e[s->n++] = (scope_entry){name, v};
 }
 
-static tpl_value lookup(tpl_render *r, tpl_scope *s, const char *name, size_t n)
+/* name (n bytes, interned): the innermost scope from s out that binds it, else the
+ * context, else a global, else an undefined.  s is NULL for a name no statement binds. */
+__attribute__((noinline)) static tpl_value lookup(tpl_render *r, tpl_scope *s, const char *name, size_t n)
 {
     for (; s; s = s->parent) {
         for (size_t i = s->n; i-- > 0;)
-            if (s->lens[i] == n && memcmp(s->names[i], name, n) == 0)
-                return s->vals[i];
-        if (s->context) {
-            tpl_value *v = tpl_dict_get_str(s->context, name, n);
-            if (v)
-                return *v;
-        }
+            if (s->e[i].name == name)
+                return s->e[i].v;
     }
-    (void)r;
+    tpl_value *v = tpl_dict_get_str(r->context, name, n);
+    if (v)
+        return *v;
     tpl_value g = tpl_global(name, n);
     if (g.type != TV_UNDEFINED)
         return g;
@@ -170,278 +174,25 @@ static void enter(tpl_render *r, const tpl_node *at)
 
 __attribute__((noinline)) static tpl_call_args eval_args(tpl_render *r, const tpl_node *call, tpl_scope *s, size_t extra_kw)
 {
-    tpl_call_args a = {0};
-    tpl_value *pos = tpl_alloc(&r->arena, (call->nkids + 1) * sizeof *pos);
-    for (size_t i = 0; i < call->nkids; i++)
+    /* the positional values, the keyword values and their names in one allocation,
+       each with room for one more (call_macro and the call blocks add `caller`) */
+    size_t npos = call->nkids, nkw = call->nkw + extra_kw;
+    char *mem = tpl_alloc_raw(&r->arena, (npos + 1 + nkw + 1) * sizeof(tpl_value) + (nkw + 1) * sizeof(char *));
+    tpl_value *pos = (tpl_value *)mem, *kw = pos + npos + 1;
+    const char **names = (const char **)(kw + nkw + 1);
+    for (size_t i = 0; i < npos; i++)
         pos[i] = EVAL(r, call->kids[i], s);
-    tpl_value *kw = tpl_alloc(&r->arena, (call->nkw + extra_kw + 1) * sizeof *kw);
-    const char **names = tpl_alloc(&r->arena, (call->nkw + extra_kw + 1) * sizeof *names);
     for (size_t i = 0; i < call->nkw; i++) {
         kw[i] = EVAL(r, call->kw[i], s);
         names[i] = call->kw_names[i];
     }
+    tpl_call_args a = {0};
     a.pos = pos;
-    a.npos = call->nkids;
+    a.npos = npos;
     a.kw = kw;
     a.kw_names = names;
     a.nkw = call->nkw;
     return a;
-}
-
-static const char *type_for_msg(tpl_value v)
-{
-    return tpl_type_name(v);
-}
-
-__attribute__((noinline)) static tpl_value arith(tpl_render *r, const tpl_node *at, const char *op, tpl_value a, tpl_value b)
-{
-    if (op[0] == '~' ) {
-        tpl_value x = tpl_to_str(r, a), y = tpl_to_str(r, b);
-        char *d = tpl_alloc(&r->arena, x.u.str.n + y.u.str.n + 1);
-        memcpy(d, x.u.str.s, x.u.str.n);
-        memcpy(d + x.u.str.n, y.u.str.s, y.u.str.n);
-        return tpl_str(d, x.u.str.n + y.u.str.n);
-    }
-    tpl_require_defined(r, at, a);
-    tpl_require_defined(r, at, b);
-    bool nums = tpl_is_number(a) && tpl_is_number(b);
-    bool ints = nums && a.type != TV_FLOAT && b.type != TV_FLOAT;
-    int64_t x = a.type == TV_BOOL ? a.u.b : a.u.i, y = b.type == TV_BOOL ? b.u.b : b.u.i;
-    double fx = tpl_as_double(a), fy = tpl_as_double(b);
-    switch (op[0]) {
-    case '+':
-        if (ints) {
-            int64_t z;
-            if (__builtin_add_overflow(x, y, &z))
-                tpl_fail(r, at, "integer overflow in +");
-            return tpl_int(z);
-        }
-        if (nums)
-            return tpl_float(fx + fy);
-        if (a.type == TV_STR && b.type == TV_STR) {
-            bool safe = a.is_safe || b.is_safe; /* Markup + str escapes the str */
-            if (safe) {
-                a = tpl_escape(r, a);
-                b = tpl_escape(r, b);
-            }
-            char *d = tpl_alloc(&r->arena, a.u.str.n + b.u.str.n + 1);
-            memcpy(d, a.u.str.s, a.u.str.n);
-            memcpy(d + a.u.str.n, b.u.str.s, b.u.str.n);
-            tpl_value out = tpl_str(d, a.u.str.n + b.u.str.n);
-            out.is_safe = safe;
-            return out;
-        }
-        if (a.type == TV_LIST && b.type == TV_LIST && !a.is_gen && !b.is_gen) {
-            tpl_value l = tpl_new_list(&r->arena, a.u.list->n + b.u.list->n);
-            for (size_t i = 0; i < a.u.list->n; i++)
-                tpl_list_push(&r->arena, l.u.list, a.u.list->items[i]);
-            for (size_t i = 0; i < b.u.list->n; i++)
-                tpl_list_push(&r->arena, l.u.list, b.u.list->items[i]);
-            l.is_tuple = a.is_tuple;
-            return l;
-        }
-        if (a.type == TV_STR)
-            tpl_fail(r, at, "can only concatenate str (not \"%s\") to str", type_for_msg(b));
-        if (a.type == TV_LIST)
-            tpl_fail(r, at, "can only concatenate list (not \"%s\") to list", type_for_msg(b));
-        break;
-    case '-':
-        if (ints) {
-            int64_t z;
-            if (__builtin_sub_overflow(x, y, &z))
-                tpl_fail(r, at, "integer overflow in -");
-            return tpl_int(z);
-        }
-        if (nums)
-            return tpl_float(fx - fy);
-        break;
-    case '*':
-        if (op[1] == '*') { /* ** */
-            if (ints && y >= 0) { /* by squaring: 64 rounds at most */
-                int64_t z = 1, base = x;
-                for (int64_t e = y; e; e >>= 1) {
-                    if ((e & 1) && __builtin_mul_overflow(z, base, &z))
-                        tpl_fail(r, at, "integer overflow in **");
-                    if (e > 1 && __builtin_mul_overflow(base, base, &base))
-                        tpl_fail(r, at, "integer overflow in **");
-                }
-                return tpl_int(z);
-            }
-            if (nums) {
-                if (fx == 0 && fy < 0)
-                    tpl_fail(r, at, "0.0 cannot be raised to a negative power");
-                if (fx < 0 && fy != floor(fy))
-                    tpl_fail(r, at, "a negative number to a fractional power is complex");
-                double z = pow(fx, fy);
-                if (isinf(z) && !isinf(fx) && !isinf(fy))
-                    tpl_fail(r, at, "numerical result out of range in **");
-                return tpl_float(z);
-            }
-            break;
-        }
-        if (ints) {
-            int64_t z;
-            if (__builtin_mul_overflow(x, y, &z))
-                tpl_fail(r, at, "integer overflow in *");
-            return tpl_int(z);
-        }
-        if (nums)
-            return tpl_float(fx * fy);
-        if ((a.type == TV_LIST && !a.is_gen && (b.type == TV_INT || b.type == TV_BOOL)) ||
-            (b.type == TV_LIST && !b.is_gen && (a.type == TV_INT || a.type == TV_BOOL))) {
-            tpl_value list = a.type == TV_LIST ? a : b;
-            int64_t times = a.type == TV_LIST ? y : x;
-            size_t n = list.u.list->n;
-            if (times <= 0 || n == 0)
-                return tpl_new_list(&r->arena, 0);
-            if ((uint64_t)times * n > r->opt.limits.max_iterations)
-                tpl_fail(r, at, "a repeated list would pass the iteration limit of %" PRIu64, r->opt.limits.max_iterations);
-            tpl_value l = tpl_new_list(&r->arena, (size_t)times * n);
-            for (int64_t k = 0; k < times; k++)
-                memcpy(l.u.list->items + (size_t)k * n, list.u.list->items, n * sizeof(tpl_value));
-            l.u.list->n = (size_t)times * n;
-            l.is_tuple = list.is_tuple;
-            return l;
-        }
-        if ((a.type == TV_STR && (b.type == TV_INT || b.type == TV_BOOL)) ||
-            (b.type == TV_STR && (a.type == TV_INT || a.type == TV_BOOL))) {
-            tpl_value str = a.type == TV_STR ? a : b;
-            int64_t times = a.type == TV_STR ? y : x;
-            if (times <= 0)
-                return tpl_str("", 0);
-            if ((uint64_t)times * str.u.str.n > r->opt.limits.max_output)
-                tpl_fail(r, at, "a repeated string would pass the output limit of %zu bytes", r->opt.limits.max_output);
-            size_t n = (size_t)times * str.u.str.n;
-            char *d = tpl_alloc(&r->arena, n + 1);
-            for (int64_t k = 0; k < times; k++)
-                memcpy(d + (size_t)k * str.u.str.n, str.u.str.s, str.u.str.n);
-            return tpl_str(d, n);
-        }
-        break;
-    case '/':
-        if (op[1] == '/') {
-            if (!nums)
-                break;
-            if (ints) {
-                if (y == 0)
-                    tpl_fail(r, at, "integer division or modulo by zero");
-                if (x == INT64_MIN && y == -1)
-                    tpl_fail(r, at, "integer overflow in //");
-                int64_t q = x / y;
-                if ((x % y != 0) && ((x < 0) != (y < 0)))
-                    q--;
-                return tpl_int(q);
-            }
-            if (fy == 0)
-                tpl_fail(r, at, "float floor division by zero");
-            return tpl_float(floor(fx / fy));
-        }
-        if (!nums)
-            break;
-        if (fy == 0)
-            tpl_fail(r, at, "division by zero");
-        return tpl_float(fx / fy);
-    case '%':
-        if (a.type == TV_STR) {
-            tpl_call_args args = {0};
-            if (a.is_safe) { /* Markup % args escapes the args */
-                if (b.type == TV_LIST && b.is_tuple) {
-                    tpl_value t = tpl_new_list(&r->arena, b.u.list->n);
-                    for (size_t i = 0; i < b.u.list->n; i++)
-                        t.u.list->items[i] = b.u.list->items[i].type == TV_STR || b.u.list->items[i].type == TV_NONE
-                                                 ? tpl_escape(r, b.u.list->items[i]) : b.u.list->items[i];
-                    t.u.list->n = b.u.list->n;
-                    t.is_tuple = true;
-                    b = t;
-                } else if (b.type == TV_STR) {
-                    b = tpl_escape(r, b);
-                }
-            }
-            tpl_value one[1] = {b};
-            if (b.type == TV_LIST && b.is_tuple) {
-                args.pos = b.u.list->items;
-                args.npos = b.u.list->n;
-            } else {
-                args.pos = one;
-                args.npos = 1;
-            }
-            tpl_value f = tpl_filter(r, at, "format", a, &args);
-            f.is_safe = a.is_safe;
-            return f;
-        }
-        if (ints) {
-            if (y == 0)
-                tpl_fail(r, at, "integer division or modulo by zero");
-            if (y == -1)
-                return tpl_int(0);
-            int64_t m = x % y;
-            if (m != 0 && ((m < 0) != (y < 0)))
-                m += y;
-            return tpl_int(m);
-        }
-        if (nums) {
-            if (fy == 0)
-                tpl_fail(r, at, "float modulo");
-            double m = fmod(fx, fy);
-            if (m != 0 && ((m < 0) != (fy < 0)))
-                m += fy;
-            return tpl_float(m);
-        }
-        break;
-    default:
-        break;
-    }
-    tpl_fail(r, at, "unsupported operand type(s) for %s: '%s' and '%s'", op, type_for_msg(a), type_for_msg(b));
-}
-
-__attribute__((noinline)) static bool contains(tpl_render *r, const tpl_node *at, tpl_value item, tpl_value seq)
-{
-    switch (seq.type) {
-    case TV_UNDEFINED: return false;
-    case TV_STR:
-        if (item.type != TV_STR)
-            tpl_fail(r, at, "'in <string>' requires string as left operand, not %s", type_for_msg(item));
-        if (item.u.str.n == 0)
-            return true;
-        for (size_t i = 0; i + item.u.str.n <= seq.u.str.n; i++)
-            if (memcmp(seq.u.str.s + i, item.u.str.s, item.u.str.n) == 0)
-                return true;
-        return false;
-    case TV_LIST:
-        for (size_t i = 0; i < seq.u.list->n; i++)
-            if (tpl_equal(seq.u.list->items[i], item))
-                return true;
-        return false;
-    case TV_DICT:
-    case TV_NAMESPACE:
-        return tpl_dict_get(seq.u.dict, item) != NULL;
-    default:
-        tpl_fail(r, at, "argument of type '%s' is not iterable", type_for_msg(seq));
-    }
-}
-
-__attribute__((noinline)) static bool compare_op(tpl_render *r, const tpl_node *at, const char *op, tpl_value a, tpl_value b)
-{
-    if (!strcmp(op, "=="))
-        return tpl_equal(a, b);
-    if (!strcmp(op, "!="))
-        return !tpl_equal(a, b);
-    if (!strcmp(op, "in"))
-        return contains(r, at, a, b);
-    if (!strcmp(op, "not in"))
-        return !contains(r, at, a, b);
-    tpl_require_defined(r, at, a);
-    tpl_require_defined(r, at, b);
-    int c;
-    if (!tpl_compare(a, b, &c))
-        tpl_fail(r, at, "'%s' not supported between instances of '%s' and '%s'", op, type_for_msg(a), type_for_msg(b));
-    if (!strcmp(op, "<"))
-        return c < 0;
-    if (!strcmp(op, "<="))
-        return c <= 0;
-    if (!strcmp(op, ">"))
-        return c > 0;
-    return c >= 0;
 }
 
 /* Python's slice of a sequence's length into (start, step, count). */
@@ -497,20 +248,20 @@ __attribute__((noinline)) static tpl_value do_slice(tpl_render *r, const tpl_nod
     if (obj.type == TV_STR) {
         /* by code points */
         size_t ncp = 0;
-        for (size_t i = 0; i < obj.u.str.n; i++)
-            ncp += ((unsigned char)obj.u.str.s[i] & 0xC0) != 0x80;
+        for (size_t i = 0; i < obj.len; i++)
+            ncp += ((unsigned char)obj.u.s[i] & 0xC0) != 0x80;
         size_t *offs = tpl_alloc(&r->arena, (ncp + 1) * sizeof *offs);
         size_t k = 0;
-        for (size_t i = 0; i < obj.u.str.n; i++)
-            if (((unsigned char)obj.u.str.s[i] & 0xC0) != 0x80)
+        for (size_t i = 0; i < obj.len; i++)
+            if (((unsigned char)obj.u.s[i] & 0xC0) != 0x80)
                 offs[k++] = i;
-        offs[ncp] = obj.u.str.n;
+        offs[ncp] = obj.len;
         int64_t start, step, cnt = slice_count((int64_t)ncp, pv, &start, &step);
-        char *d = tpl_alloc(&r->arena, obj.u.str.n + 1);
+        char *d = tpl_alloc(&r->arena, obj.len + 1);
         size_t o = 0;
         for (int64_t i = 0; i < cnt; i++) {
             size_t c = (size_t)(start + i * step);
-            memcpy(d + o, obj.u.str.s + offs[c], offs[c + 1] - offs[c]);
+            memcpy(d + o, obj.u.s + offs[c], offs[c + 1] - offs[c]);
             o += offs[c + 1] - offs[c];
         }
         return tpl_str(d, o);
@@ -524,11 +275,12 @@ __attribute__((noinline)) static tpl_value do_slice(tpl_render *r, const tpl_nod
         l.is_tuple = obj.is_tuple;
         return l;
     }
-    tpl_fail(r, at, "'%s' object is not subscriptable", type_for_msg(obj));
+    tpl_fail(r, at, "'%s' object is not subscriptable", tpl_type_name(obj));
 }
 
 __attribute__((noinline)) static tpl_value eval_call(tpl_render *r, const tpl_node *e, tpl_scope *s, tpl_value caller)
 {
+    enter(r, e);
     tpl_value callee = eval(r, e->a, s);
     tpl_call_args args = eval_args(r, e, s, 1);
     if (caller.type == TV_MACRO) {
@@ -536,7 +288,9 @@ __attribute__((noinline)) static tpl_value eval_call(tpl_render *r, const tpl_no
         ((tpl_value *)args.kw)[args.nkw] = caller;
         args.nkw++;
     }
-    return tpl_call(r, e, callee, &args);
+    tpl_value v = tpl_call(r, e, callee, &args);
+    r->depth--;
+    return v;
 }
 
 /* The filters of a chain (FILTER nodes, innermost a = NULL) applied to v. */
@@ -546,7 +300,7 @@ __attribute__((noinline)) static tpl_value apply_chain(tpl_render *r, const tpl_
         return v;
     v = apply_chain(r, f->a, v, s);
     tpl_call_args args = eval_args(r, f, s, 0);
-    return tpl_filter(r, f, f->name, v, &args);
+    return f->impl.filter ? f->impl.filter(r, f, v, &args) : tpl_filter(r, f, f->name, v, &args);
 }
 
 static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s);
@@ -555,23 +309,30 @@ static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s);
  * function of a render). */
 __attribute__((noinline)) static tpl_value eval_filter_or_test(tpl_render *r, const tpl_node *e, tpl_scope *s)
 {
+    enter(r, e);
     tpl_value x = eval(r, e->a, s);
     tpl_call_args args = eval_args(r, e, s, 0);
+    tpl_value v;
     if (e->type == N_FILTER)
-        return tpl_filter(r, e, e->name, x, &args);
-    return tpl_bool(tpl_test(r, e, e->name, x, &args));
+        v = e->impl.filter ? e->impl.filter(r, e, x, &args) : tpl_filter(r, e, e->name, x, &args);
+    else
+        v = tpl_bool(e->impl.test ? e->impl.test(r, e, x, &args) : tpl_test(r, e, e->name, x, &args));
+    r->depth--;
+    return v;
 }
 
 __attribute__((noinline)) static tpl_value eval_compare(tpl_render *r, const tpl_node *e, tpl_scope *s)
 {
+    enter(r, e);
+    bool holds = true;
     tpl_value left = EVAL(r, e->kids[0], s);
-    for (size_t i = 1; i < e->nkids; i++) {
+    for (size_t i = 1; i < e->nkids && holds; i++) {
         tpl_value right = EVAL(r, e->kids[i], s);
-        if (!compare_op(r, e, e->ops[i - 1], left, right))
-            return tpl_bool(false);
+        holds = tpl_compare_op(r, e, e->ops[i - 1], left, right);
         left = right;
     }
-    return tpl_bool(true);
+    r->depth--;
+    return tpl_bool(holds);
 }
 
 /* [a, b], (a, b), {k: v} */
@@ -605,28 +366,93 @@ __attribute__((noinline)) static tpl_value eval_display(tpl_render *r, const tpl
     }
 }
 
-static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
+/* A chain of one operator, a + b + c or a ~ b ~ c (the parser nests it to the left):
+ * the operands are evaluated in order as Python does, but runs of plain strings are
+ * joined once at the end instead of pair by pair.  With emit_it, strings are written
+ * to the output instead of joined, and the result is an undefined (nothing more to
+ * print). */
+#define CHAIN_MAX 32
+
+static tpl_value join_parts(tpl_render *r, const tpl_value *parts, size_t n)
+{
+    if (n == 1)
+        return parts[0];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += parts[i].len; /* < 32 * 4 GiB: no overflow */
+    char *d = tpl_alloc_raw(&r->arena, len + 1), *p = d;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(p, parts[i].u.s, parts[i].len);
+        p += parts[i].len;
+    }
+    *p = 0;
+    return tpl_str(d, len);
+}
+
+static bool is_chain_op(const tpl_node *x, char op)
+{
+    return x->type == N_BINOP && x->name[0] == op && x->name[1] == 0;
+}
+
+static tpl_value eval_chain_operands(tpl_render *r, const tpl_node *e, tpl_scope *s, bool emit_it)
+{
+    char op = e->name[0];
+    const tpl_node *binop[CHAIN_MAX]; /* binop[k] joins operand k+1 to what is left of it */
+    const tpl_node *x = e;
+    size_t nops = 0;
+    while (is_chain_op(x, op) && nops < CHAIN_MAX - 1) {
+        binop[nops++] = x;
+        x = x->a;
+    }
+    /* operands, left to right: x, then binop[nops-1]->b ... binop[0]->b */
+    tpl_value parts[CHAIN_MAX];
+    size_t np = 0;
+    tpl_value acc = EVAL(r, x, s);
+    bool plain = false; /* acc is the pending strings parts[0..np) */
+    if (op == '~') {
+        parts[np++] = tpl_to_str(r, acc);
+        plain = true;
+    } else if (acc.type == TV_STR && !acc.is_safe) {
+        parts[np++] = acc;
+        plain = true;
+    }
+    for (size_t k = nops; k-- > 0;) {
+        tpl_value v = EVAL(r, binop[k]->b, s);
+        if (op == '~') {
+            parts[np++] = tpl_to_str(r, v);
+        } else if (plain && v.type == TV_STR && !v.is_safe) {
+            parts[np++] = v;
+        } else {
+            if (plain) {
+                acc = join_parts(r, parts, np);
+                plain = false;
+                np = 0;
+            }
+            acc = tpl_arith(r, binop[k], "+", acc, v);
+        }
+    }
+    if (!plain)
+        return acc;
+    if (!emit_it)
+        return join_parts(r, parts, np);
+    for (size_t i = 0; i < np; i++)
+        emit(r, e, parts[i].u.s, parts[i].len);
+    return tpl_undefined(NULL);
+}
+
+__attribute__((noinline)) static tpl_value eval_chain(tpl_render *r, const tpl_node *e, tpl_scope *s, bool emit_it)
+{
+    enter(r, e);
+    tpl_value v = eval_chain_operands(r, e, s, emit_it);
+    r->depth--;
+    return v;
+}
+
+__attribute__((noinline)) static tpl_value eval_other(tpl_render *r, const tpl_node *e, tpl_scope *s)
 {
     enter(r, e);
     tpl_value v;
     switch (e->type) {
-    case N_LITERAL:
-        v = e->lit;
-        break;
-    case N_NAME:
-        v = lookup(r, s, e->name, e->name_n);
-        break;
-    case N_ATTR: {
-        tpl_value obj = eval(r, e->a, s);
-        tpl_require_defined(r, e, obj);
-        tpl_value *item;
-        if (obj.type == TV_DICT && !(e->bits & TPL_ATTR_METHOD) && e->name[0] != '_' &&
-            (item = tpl_dict_get_str(obj.u.dict, e->name, e->name_n)))
-            v = *item; /* no method has the name: straight to the item */
-        else
-            v = tpl_getattr(r, e, obj, e->name, e->name_n);
-        break;
-    }
     case N_ITEM: {
         tpl_value obj = eval(r, e->a, s);
         tpl_value key = eval(r, e->b, s);
@@ -637,13 +463,6 @@ static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
     case N_SLICE:
         v = do_slice(r, e, eval(r, e->a, s), s, e);
         break;
-    case N_CALL:
-        v = eval_call(r, e, s, tpl_undefined(NULL));
-        break;
-    case N_FILTER:
-    case N_TEST:
-        v = eval_filter_or_test(r, e, s);
-        break;
     case N_NOT:
         v = tpl_bool(!tpl_truthy(eval(r, e->a, s)));
         break;
@@ -652,7 +471,7 @@ static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
         tpl_value x = eval(r, e->a, s);
         tpl_require_defined(r, e, x);
         if (!tpl_is_number(x))
-            tpl_fail(r, e, "bad operand type for unary %c: '%s'", e->type == N_NEG ? '-' : '+', type_for_msg(x));
+            tpl_fail(r, e, "bad operand type for unary %c: '%s'", e->type == N_NEG ? '-' : '+', tpl_type_name(x));
         if (e->type == N_POS)
             v = x.type == TV_BOOL ? tpl_int(x.u.b) : x;
         else if (x.type == TV_FLOAT)
@@ -663,8 +482,8 @@ static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
             v = tpl_int(-(x.type == TV_BOOL ? (int64_t)x.u.b : x.u.i));
         break;
     }
-    case N_BINOP:
-        v = arith(r, e, e->name, EVAL(r, e->a, s), EVAL(r, e->b, s));
+    case N_BINOP: /* not a chain of + or ~ (see eval) */
+        v = tpl_arith(r, e, e->name, EVAL(r, e->a, s), EVAL(r, e->b, s));
         break;
     case N_AND: {
         tpl_value x = eval(r, e->a, s);
@@ -676,9 +495,6 @@ static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
         v = tpl_truthy(x) ? x : eval(r, e->b, s);
         break;
     }
-    case N_COMPARE:
-        v = eval_compare(r, e, s);
-        break;
     case N_COND:
         if (tpl_truthy(eval(r, e->b, s)))
             v = eval(r, e->a, s);
@@ -699,12 +515,55 @@ static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
     return v;
 }
 
+/* An attribute, obj.name: a dict's item straight away when no method has the name. */
+__attribute__((noinline)) static tpl_value eval_attr(tpl_render *r, const tpl_node *e, tpl_scope *s)
+{
+    enter(r, e);
+    tpl_value obj = eval(r, e->a, s);
+    tpl_require_defined(r, e, obj);
+    tpl_value *item, v;
+    if (obj.type == TV_DICT && !(e->bits & TPL_ATTR_METHOD) && e->name[0] != '_' &&
+        (item = tpl_dict_get_str(obj.u.dict, e->name, e->name_n)))
+        v = *item;
+    else
+        v = tpl_getattr(r, e, obj, e->name, e->name_n);
+    r->depth--;
+    return v;
+}
+
+/* An expression: the hottest function of a render, so a dispatch without a frame of its
+ * own; each kind counts its depth where it recurses (names and literals are leaves). */
+static tpl_value eval(tpl_render *r, const tpl_node *e, tpl_scope *s)
+{
+    switch (e->type) {
+    case N_LITERAL:
+        return e->lit;
+    case N_NAME:
+        return lookup(r, e->bits & TPL_NAME_UNBOUND ? NULL : s, e->name, e->name_n);
+    case N_ATTR:
+        return eval_attr(r, e, s);
+    case N_CALL:
+        return eval_call(r, e, s, tpl_undefined(NULL));
+    case N_FILTER:
+    case N_TEST:
+        return eval_filter_or_test(r, e, s);
+    case N_COMPARE:
+        return eval_compare(r, e, s);
+    case N_BINOP:
+        if (is_chain_op(e, '+') || is_chain_op(e, '~'))
+            return eval_chain(r, e, s, false);
+        return eval_other(r, e, s);
+    default:
+        return eval_other(r, e, s);
+    }
+}
+
 /* ---- attributes and items -------------------------------------------------------------- */
 
 static tpl_value undefined_attr(tpl_value obj, const char *name, size_t n)
 {
     tpl_value u = tpl_undefined_name(name, n);
-    u.u.undef.owner = tpl_type_name(obj);
+    u.undef_owner = tpl_owner_code(obj);
     return u;
 }
 
@@ -769,27 +628,27 @@ tpl_value tpl_getitem(tpl_render *r, const tpl_node *at, tpl_value obj, tpl_valu
             tpl_value one;
             /* a character by code point */
             size_t ncp = 0;
-            for (size_t k = 0; k < obj.u.str.n; k++)
-                ncp += ((unsigned char)obj.u.str.s[k] & 0xC0) != 0x80;
+            for (size_t k = 0; k < obj.len; k++)
+                ncp += ((unsigned char)obj.u.s[k] & 0xC0) != 0x80;
             if (i < 0)
                 i += (int64_t)ncp;
             if (i >= 0 && (size_t)i < ncp) {
                 size_t c = 0, k = 0;
-                for (; k < obj.u.str.n; k++)
-                    if (((unsigned char)obj.u.str.s[k] & 0xC0) != 0x80 && c++ == (size_t)i)
+                for (; k < obj.len; k++)
+                    if (((unsigned char)obj.u.s[k] & 0xC0) != 0x80 && c++ == (size_t)i)
                         break;
                 size_t e = k + 1;
-                while (e < obj.u.str.n && ((unsigned char)obj.u.str.s[e] & 0xC0) == 0x80)
+                while (e < obj.len && ((unsigned char)obj.u.s[e] & 0xC0) == 0x80)
                     e++;
-                one = tpl_str(obj.u.str.s + k, e - k);
+                one = tpl_str(obj.u.s + k, e - k);
                 return one;
             }
         }
     } else if (key.type == TV_STR) {
-        return tpl_getattr(r, at, obj, key.u.str.s, key.u.str.n);
+        return tpl_getattr(r, at, obj, key.u.s, key.len);
     }
     if (key.type == TV_STR)
-        return tpl_getattr(r, at, obj, key.u.str.s, key.u.str.n);
+        return tpl_getattr(r, at, obj, key.u.s, key.len);
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     tpl_write_repr(&sb, key);
     char *msg = tpl_alloc(&r->arena, sb.len + 64);
@@ -814,11 +673,11 @@ tpl_list *tpl_iterate(tpl_render *r, const tpl_node *at, tpl_value v)
     }
     case TV_STR: {
         tpl_list *l = tpl_alloc(&r->arena, sizeof *l);
-        for (size_t i = 0; i < v.u.str.n;) {
+        for (size_t i = 0; i < v.len;) {
             size_t e = i + 1;
-            while (e < v.u.str.n && ((unsigned char)v.u.str.s[e] & 0xC0) == 0x80)
+            while (e < v.len && ((unsigned char)v.u.s[e] & 0xC0) == 0x80)
                 e++;
-            tpl_list_push(&r->arena, l, tpl_str(v.u.str.s + i, e - i));
+            tpl_list_push(&r->arena, l, tpl_str(v.u.s + i, e - i));
             i = e;
         }
         return l;
@@ -834,8 +693,8 @@ int64_t tpl_length(tpl_render *r, const tpl_node *at, tpl_value v)
     case TV_UNDEFINED: return 0;
     case TV_STR: {
         int64_t n = 0;
-        for (size_t i = 0; i < v.u.str.n; i++)
-            n += ((unsigned char)v.u.str.s[i] & 0xC0) != 0x80;
+        for (size_t i = 0; i < v.len; i++)
+            n += ((unsigned char)v.u.s[i] & 0xC0) != 0x80;
         return n;
     }
     case TV_LIST:
@@ -851,8 +710,8 @@ int64_t tpl_length(tpl_render *r, const tpl_node *at, tpl_value v)
 
 static tpl_value call_macro(tpl_render *r, const tpl_node *at, tpl_value m, const tpl_call_args *args)
 {
-    const tpl_node *def = m.u.macro.def;
-    tpl_scope *s = scope_new(r, m.u.macro.closure);
+    const tpl_node *def = m.u.macro->def;
+    tpl_scope *s = scope_new(r, m.u.macro->closure);
     size_t np = def->nkw;
     bool varargs = def->bits & TPL_USES_VARARGS, kwargs = def->bits & TPL_USES_KWARGS;
     if (args->npos > np && !varargs)
@@ -893,7 +752,7 @@ static tpl_value call_macro(tpl_render *r, const tpl_node *at, tpl_value m, cons
                 bound[i] = tpl_undefined(msg);
             }
         }
-        scope_set(r, s, def->kw_names[i], strlen(def->kw_names[i]), bound[i]);
+        scope_set(r, s, def->kw_names[i], bound[i]);
     }
     if (varargs) {
         size_t extra = args->npos > np ? args->npos - np : 0;
@@ -902,12 +761,12 @@ static tpl_value call_macro(tpl_render *r, const tpl_node *at, tpl_value m, cons
             va.u.list->items[i] = args->pos[np + i];
         va.u.list->n = extra;
         va.is_tuple = true;
-        scope_set(r, s, "varargs", 7, va);
+        scope_set(r, s, TPL_NAME_VARARGS, va);
     }
     if (kwargs)
-        scope_set(r, s, "kwargs", 6, kw);
+        scope_set(r, s, TPL_NAME_KWARGS, kw);
     if (def->type == N_MACRO)
-        scope_set(r, s, "caller", 6, caller);
+        scope_set(r, s, TPL_NAME_CALLER, caller);
     enter(r, at);
     size_t mark = capture_begin(r);
     exec(r, def->body, s);
@@ -921,7 +780,7 @@ tpl_value tpl_call(tpl_render *r, const tpl_node *at, tpl_value callee, const tp
     if (callee.type == TV_MACRO)
         return call_macro(r, at, callee, args);
     if (callee.type == TV_BUILTIN)
-        return callee.u.builtin.fn(r, at, callee.u.builtin.self ? *callee.u.builtin.self : tpl_none(), args);
+        return callee.u.builtin->fn(r, at, callee.u.builtin->self, args);
     tpl_require_defined(r, at, callee);
     tpl_fail(r, at, "'%s' object is not callable", tpl_type_name(callee));
 }
@@ -933,7 +792,7 @@ enum { FLOW_NEXT, FLOW_BREAK, FLOW_CONTINUE };
 static void assign(tpl_render *r, tpl_scope *s, const tpl_node *target, tpl_value v)
 {
     if (target->type == N_NAME) {
-        scope_set(r, s, target->name, target->name_n, v);
+        scope_set(r, s, target->name, v);
     } else if (target->type == N_ATTR) {
         tpl_value ns = eval(r, target->a, s);
         if (ns.type != TV_NAMESPACE)
@@ -980,9 +839,10 @@ static tpl_value bound(tpl_render *r, tpl_builtin_fn fn, tpl_value self)
 {
     tpl_value f = {0};
     f.type = TV_BUILTIN;
-    f.u.builtin.fn = fn;
-    f.u.builtin.self = tpl_alloc(&r->arena, sizeof(tpl_value));
-    *f.u.builtin.self = self;
+    tpl_builtin *b = tpl_alloc_raw(&r->arena, sizeof *b);
+    b->fn = fn;
+    b->self = self;
+    f.u.builtin = b;
     return f;
 }
 
@@ -1012,7 +872,7 @@ static int exec_for(tpl_render *r, const tpl_node *n, tpl_scope *s)
             tpl_fail(r, n, "loops passed their limit of %" PRIu64 " iterations", r->opt.limits.max_iterations);
         loop->index0 = i;
         assign(r, ls, n->a, items->items[i]);
-        scope_set(r, ls, "loop", 4, lv);
+        scope_set(r, ls, TPL_NAME_LOOP, lv);
         if (exec(r, n->body, ls) == FLOW_BREAK)
             break;
     }
@@ -1021,32 +881,12 @@ static int exec_for(tpl_render *r, const tpl_node *n, tpl_scope *s)
     return FLOW_NEXT;
 }
 
-static int exec(tpl_render *r, const tpl_node *n, tpl_scope *s)
+/* The statements that are not the common three (see exec). */
+__attribute__((noinline)) static int exec_other(tpl_render *r, const tpl_node *n, tpl_scope *s)
 {
     switch (n->type) {
-    case N_BODY:
-        for (size_t i = 0; i < n->nkids; i++) {
-            int f = exec(r, n->kids[i], s);
-            if (f != FLOW_NEXT)
-                return f;
-        }
-        return FLOW_NEXT;
     case N_TEXT:
-        emit(r, n, n->lit.u.str.s, n->lit.u.str.n);
-        return FLOW_NEXT;
-    case N_OUTPUT: {
-        tpl_value v = eval(r, n->a, s);
-        if (v.type == TV_LIST && v.is_gen)
-            tpl_fail(r, n, "printing a generator (map, select, ...) gives no text; add |list or |join");
-        if (v.type != TV_UNDEFINED)
-            emit_value(r, n, v);
-        return FLOW_NEXT;
-    }
-    case N_IF:
-        if (tpl_truthy(eval(r, n->a, s)))
-            return exec(r, n->body, s);
-        if (n->else_body)
-            return exec(r, n->else_body, s);
+        emit(r, n, n->lit.u.s, n->lit.len);
         return FLOW_NEXT;
     case N_FOR:
         return exec_for(r, n, s);
@@ -1063,16 +903,20 @@ static int exec(tpl_render *r, const tpl_node *n, tpl_scope *s)
     case N_MACRO: {
         tpl_value m = {0};
         m.type = TV_MACRO;
-        m.u.macro.def = n;
-        m.u.macro.closure = s;
-        scope_set(r, s, n->name, n->name_n, m);
+        tpl_macro_ref *ref = tpl_alloc_raw(&r->arena, sizeof *ref);
+        ref->def = n;
+        ref->closure = s;
+        m.u.macro = ref;
+        scope_set(r, s, n->name, m);
         return FLOW_NEXT;
     }
     case N_CALL_BLOCK: {
         tpl_value caller = {0};
         caller.type = TV_MACRO;
-        caller.u.macro.def = n;
-        caller.u.macro.closure = s;
+        tpl_macro_ref *ref = tpl_alloc_raw(&r->arena, sizeof *ref);
+        ref->def = n;
+        ref->closure = s;
+        caller.u.macro = ref;
         tpl_value v = eval_call(r, n->a, s, caller);
         if (v.type != TV_UNDEFINED)
             emit_value(r, n, v);
@@ -1091,6 +935,48 @@ static int exec(tpl_render *r, const tpl_node *n, tpl_scope *s)
         return FLOW_CONTINUE;
     default:
         tpl_fail(r, n, "internal error: node %d is not a statement", (int)n->type);
+    }
+}
+
+__attribute__((noinline)) static int exec_body(tpl_render *r, const tpl_node *n, tpl_scope *s)
+{
+    for (size_t i = 0; i < n->nkids; i++) {
+        int f = exec(r, n->kids[i], s);
+        if (f != FLOW_NEXT)
+            return f;
+    }
+    return FLOW_NEXT;
+}
+
+__attribute__((noinline)) static int exec_output(tpl_render *r, const tpl_node *n, tpl_scope *s)
+{
+    tpl_value v = is_chain_op(n->a, '+') || is_chain_op(n->a, '~') ? eval_chain(r, n->a, s, true)
+                                                                   : eval(r, n->a, s);
+    if (v.type == TV_LIST && v.is_gen)
+        tpl_fail(r, n, "printing a generator (map, select, ...) gives no text; add |list or |join");
+    if (v.type != TV_UNDEFINED)
+        emit_value(r, n, v);
+    return FLOW_NEXT;
+}
+
+__attribute__((noinline)) static int exec_if(tpl_render *r, const tpl_node *n, tpl_scope *s)
+{
+    if (tpl_truthy(eval(r, n->a, s)))
+        return exec(r, n->body, s);
+    if (n->else_body)
+        return exec(r, n->else_body, s);
+    return FLOW_NEXT;
+}
+
+/* A statement: bodies, outputs and ifs (most of a template) without a frame of
+ * their own, the rest in exec_other. */
+static int exec(tpl_render *r, const tpl_node *n, tpl_scope *s)
+{
+    switch (n->type) {
+    case N_BODY: return exec_body(r, n, s);
+    case N_OUTPUT: return exec_output(r, n, s);
+    case N_IF: return exec_if(r, n, s);
+    default: return exec_other(r, n, s);
     }
 }
 
@@ -1126,9 +1012,9 @@ bool tpl_render_tree(const tpl_node *root, const json_t *context, const llmr_tem
     if (setjmp(r->fail) == 0) {
         if (!context || !json_is_object(context))
             tpl_fail(r, NULL, "the context must be a JSON object");
-        tpl_value ctx = tpl_from_json(&r->arena, context);
+        tpl_value ctx = tpl_from_json(r, context);
+        r->context = ctx.u.dict;
         tpl_scope *root_scope = scope_new(r, NULL);
-        root_scope->context = ctx.u.dict;
         exec(r, root, root_scope);
         ok = true;
     } else if (!err[0]) { /* the arena jumped: an allocation failed */

@@ -52,8 +52,8 @@ static tpl_value attr_path(tpl_render *r, const tpl_node *at, tpl_value v, tpl_v
         return tpl_getitem(r, at, v, path);
     if (path.type != TV_STR)
         tpl_fail(r, at, "an attribute name must be a string");
-    const char *p = path.u.str.s;
-    size_t n = path.u.str.n, i = 0;
+    const char *p = path.u.s;
+    size_t n = path.len, i = 0;
     while (i <= n) {
         size_t e = i;
         while (e < n && p[e] != '.')
@@ -129,8 +129,8 @@ static tpl_value percent_format(tpl_render *r, const tpl_node *at, tpl_value fmt
 {
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     size_t argi = 0;
-    const char *p = fmt.u.str.s;
-    size_t n = fmt.u.str.n;
+    const char *p = fmt.u.s;
+    size_t n = fmt.len;
     for (size_t i = 0; i < n; i++) {
         if (p[i] != '%') {
             llmr_strbuf_putc(&sb, p[i]);
@@ -212,7 +212,7 @@ static tpl_value percent_format(tpl_render *r, const tpl_node *at, tpl_value fmt
 
 /* ---- tests ---------------------------------------------------------------------------- */
 
-typedef bool (*test_fn)(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_call_args *a);
+typedef tpl_test_fn test_fn;
 
 static const tpl_value *arg0(tpl_render *r, const tpl_node *at, const tpl_call_args *a, const char *test)
 {
@@ -282,10 +282,10 @@ static bool t_in(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_call_
     if (seq.type == TV_STR) {
         if (v.type != TV_STR)
             tpl_fail(r, at, "'in <string>' requires string as left operand, not %s", tpl_type_name(v));
-        if (!v.u.str.n)
+        if (!v.len)
             return true;
-        for (size_t i = 0; i + v.u.str.n <= seq.u.str.n; i++)
-            if (!memcmp(seq.u.str.s + i, v.u.str.s, v.u.str.n))
+        for (size_t i = 0; i + v.len <= seq.len; i++)
+            if (!memcmp(seq.u.s + i, v.u.s, v.len))
                 return true;
         return false;
     }
@@ -307,7 +307,7 @@ static bool t_sameas(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_c
     case TV_NONE: case TV_UNDEFINED: return true;
     case TV_BOOL: return v.u.b == o.u.b;
     case TV_INT: return v.u.i == o.u.i && v.u.i >= -5 && v.u.i <= 256; /* CPython's small ints */
-    case TV_STR: return v.u.str.s == o.u.str.s && v.u.str.n == o.u.str.n;
+    case TV_STR: return v.u.s == o.u.s && v.len == o.len;
     case TV_LIST: return v.u.list == o.u.list;
     case TV_DICT: case TV_NAMESPACE: return v.u.dict == o.u.dict;
     default: return false;
@@ -345,17 +345,25 @@ static const named_test TESTS[] = {
     {">=", t_ge}, {"in", t_in}, {"sameas", t_sameas}, {"lower", t_lower}, {"upper", t_upper},
     {"filter", t_filter}, {"test", t_test}, {NULL, NULL}};
 
-bool tpl_test(tpl_render *r, const tpl_node *at, const char *name, tpl_value v, const tpl_call_args *args)
+tpl_test_fn tpl_find_test(const char *name)
 {
     for (size_t i = 0; TESTS[i].name; i++)
         if (eq(name, TESTS[i].name))
-            return TESTS[i].fn(r, at, v, args);
-    tpl_fail(r, at, "No test named '%s'.", name);
+            return TESTS[i].fn;
+    return NULL;
+}
+
+bool tpl_test(tpl_render *r, const tpl_node *at, const char *name, tpl_value v, const tpl_call_args *args)
+{
+    test_fn fn = tpl_find_test(name);
+    if (!fn)
+        tpl_fail(r, at, "No test named '%s'.", name);
+    return fn(r, at, v, args);
 }
 
 /* ---- filters --------------------------------------------------------------------------- */
 
-typedef tpl_value (*filter_fn)(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_call_args *a);
+typedef tpl_filter_fn filter_fn;
 
 static bool flag(const tpl_call_args *a, size_t pos, const char *name, bool def)
 {
@@ -398,9 +406,9 @@ static tpl_value f_title(tpl_render *r, const tpl_node *at, tpl_value v, const t
     tpl_value s = str_of(r, v);
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     bool start = true;
-    for (size_t i = 0; i < s.u.str.n;) {
+    for (size_t i = 0; i < s.len;) {
         utf8proc_int32_t c;
-        utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)s.u.str.s + i, (utf8proc_ssize_t)(s.u.str.n - i), &c);
+        utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)s.u.s + i, (utf8proc_ssize_t)(s.len - i), &c);
         if (len <= 0) {
             c = 0xFFFD;
             len = 1;
@@ -439,7 +447,7 @@ static tpl_value f_tojson(tpl_render *r, const tpl_node *at, tpl_value v, const 
     if (ind && ind->type == TV_INT)
         o.indent = ind->u.i < 0 ? 0 : ind->u.i;
     else if (ind && ind->type == TV_STR)
-        o.indent_str = tpl_strndup(A(r), ind->u.str.s, ind->u.str.n);
+        o.indent_str = tpl_strndup(A(r), ind->u.s, ind->len);
     else if (ind && ind->type != TV_NONE)
         tpl_fail(r, at, "tojson's indent must be an integer or a string");
     bool indented = o.indent >= 0 || o.indent_str;
@@ -449,8 +457,8 @@ static tpl_value f_tojson(tpl_render *r, const tpl_node *at, tpl_value v, const 
         if (sep->type != TV_LIST || sep->u.list->n != 2 || sep->u.list->items[0].type != TV_STR ||
             sep->u.list->items[1].type != TV_STR)
             tpl_fail(r, at, "tojson's separators must be two strings");
-        o.item_sep = tpl_strndup(A(r), sep->u.list->items[0].u.str.s, sep->u.list->items[0].u.str.n);
-        o.key_sep = tpl_strndup(A(r), sep->u.list->items[1].u.str.s, sep->u.list->items[1].u.str.n);
+        o.item_sep = tpl_strndup(A(r), sep->u.list->items[0].u.s, sep->u.list->items[0].len);
+        o.key_sep = tpl_strndup(A(r), sep->u.list->items[1].u.s, sep->u.list->items[1].len);
     }
     if (v.type == TV_LIST && v.is_gen)
         tpl_fail(r, at, "Object of type generator is not JSON serializable");
@@ -474,7 +482,7 @@ static tpl_value f_join(tpl_render *r, const tpl_node *at, tpl_value v, const tp
         if (attr && attr->type != TV_NONE)
             x = attr_path(r, at, x, *attr);
         if (i)
-            llmr_strbuf_append(&sb, sep.u.str.s, sep.u.str.n);
+            llmr_strbuf_append(&sb, sep.u.s, sep.len);
         tpl_write_str(&sb, x);
     }
     return from_sb(r, &sb);
@@ -529,8 +537,8 @@ tpl_value tpl_escape(tpl_render *r, tpl_value v)
         return v;
     tpl_value s = str_of(r, v);
     llmr_strbuf sb = LLMR_STRBUF_INIT;
-    for (size_t i = 0; i < s.u.str.n; i++) {
-        char c = s.u.str.s[i];
+    for (size_t i = 0; i < s.len; i++) {
+        char c = s.u.s[i];
         switch (c) {
         case '&': llmr_strbuf_puts(&sb, "&amp;"); break;
         case '<': llmr_strbuf_puts(&sb, "&lt;"); break;
@@ -555,7 +563,7 @@ static tpl_value f_escape(tpl_render *r, const tpl_node *at, tpl_value v, const 
 /* Python's int() of a string: optional sign and blanks around decimal digits. */
 static bool parse_int(tpl_value s, int64_t *out)
 {
-    const char *p = s.u.str.s, *e = p + s.u.str.n;
+    const char *p = s.u.s, *e = p + s.len;
     while (p < e && (*p == ' ' || (*p >= 9 && *p <= 13)))
         p++;
     while (e > p && (e[-1] == ' ' || (e[-1] >= 9 && e[-1] <= 13)))
@@ -579,7 +587,7 @@ static bool parse_int(tpl_value s, int64_t *out)
 
 static bool parse_float(tpl_render *r, tpl_value s, double *out)
 {
-    char *z = tpl_strndup(A(r), s.u.str.s, s.u.str.n), *end;
+    char *z = tpl_strndup(A(r), s.u.s, s.len), *end;
     char *p = z;
     while (*p == ' ' || (*p >= 9 && *p <= 13))
         p++;
@@ -638,7 +646,7 @@ static tpl_value f_round(tpl_render *r, const tpl_node *at, tpl_value v, const t
 {
     const tpl_value *pv = tpl_arg(a, 0, "precision"), *mv = tpl_arg(a, 1, "method");
     int64_t p = pv && pv->type == TV_INT ? pv->u.i : 0;
-    const char *method = mv && mv->type == TV_STR ? tpl_strndup(A(r), mv->u.str.s, mv->u.str.n) : "common";
+    const char *method = mv && mv->type == TV_STR ? tpl_strndup(A(r), mv->u.s, mv->len) : "common";
     if (!tpl_is_number(v)) {
         tpl_require_defined(r, at, v);
         tpl_fail(r, at, "round needs a number, not '%s'", tpl_type_name(v));
@@ -695,9 +703,9 @@ static tpl_value f_dictsort(tpl_render *r, const tpl_node *at, tpl_value v, cons
     const tpl_value *by = tpl_arg(a, 1, "by");
     int pos = 0;
     if (by && by->type == TV_STR) {
-        if (by->u.str.n == 5 && !memcmp(by->u.str.s, "value", 5))
+        if (by->len == 5 && !memcmp(by->u.s, "value", 5))
             pos = 1;
-        else if (!(by->u.str.n == 3 && !memcmp(by->u.str.s, "key", 3)))
+        else if (!(by->len == 3 && !memcmp(by->u.s, "key", 3)))
             tpl_fail(r, at, "You can only sort by either \"key\" or \"value\"");
     }
     tpl_value pairs = items_of(r, at, v);
@@ -784,7 +792,7 @@ static tpl_value f_reverse(tpl_render *r, const tpl_node *at, tpl_value v, const
         tpl_list *chars = tpl_iterate(r, at, v);
         llmr_strbuf sb = LLMR_STRBUF_INIT;
         for (size_t i = chars->n; i-- > 0;)
-            llmr_strbuf_append(&sb, chars->items[i].u.str.s, chars->items[i].u.str.n);
+            llmr_strbuf_append(&sb, chars->items[i].u.s, chars->items[i].len);
         return from_sb(r, &sb);
     }
     tpl_list *items = tpl_iterate(r, at, v);
@@ -831,7 +839,7 @@ static tpl_value f_map(tpl_render *r, const tpl_node *at, tpl_value v, const tpl
     } else {
         if (!a->npos || a->pos[0].type != TV_STR)
             tpl_fail(r, at, "map needs a filter name or attribute=");
-        const char *name = tpl_strndup(A(r), a->pos[0].u.str.s, a->pos[0].u.str.n);
+        const char *name = tpl_strndup(A(r), a->pos[0].u.s, a->pos[0].len);
         tpl_call_args rest = rest_args(a, 1);
         for (size_t i = 0; i < items->n; i++)
             out.u.list->items[i] = tpl_filter(r, at, name, items->items[i], &rest);
@@ -860,7 +868,7 @@ static tpl_value select_common(tpl_render *r, const tpl_node *at, tpl_value v, c
     if (a->npos > first) {
         if (a->pos[first].type != TV_STR)
             tpl_fail(r, at, "a test name must be a string");
-        test = tpl_strndup(A(r), a->pos[first].u.str.s, a->pos[first].u.str.n);
+        test = tpl_strndup(A(r), a->pos[first].u.s, a->pos[first].len);
     }
     tpl_call_args rest = rest_args(a, first + 1);
     for (size_t i = 0; i < items->n; i++) {
@@ -885,16 +893,16 @@ static tpl_value f_indent(tpl_render *r, const tpl_node *at, tpl_value v, const 
     if (w && w->type == TV_INT && (w->u.i < 0 || (uint64_t)w->u.i > r->opt.limits.max_output))
         tpl_fail(r, at, "indent's width %lld would pass the output limit", (long long)w->u.i);
     if (w && w->type == TV_STR)
-        llmr_strbuf_append(&ind, w->u.str.s, w->u.str.n);
+        llmr_strbuf_append(&ind, w->u.s, w->len);
     else
         for (int64_t i = 0; i < (w && w->type == TV_INT ? w->u.i : 4); i++)
             llmr_strbuf_putc(&ind, ' ');
     tpl_value s = str_of(r, v);
     /* s + "\n", split into lines (Python's splitlines) */
-    char *text = tpl_alloc(A(r), s.u.str.n + 2);
-    memcpy(text, s.u.str.s, s.u.str.n);
-    text[s.u.str.n] = '\n';
-    tpl_value lines = call_method(r, at, tpl_str(text, s.u.str.n + 1), "splitlines", NULL, 0);
+    char *text = tpl_alloc(A(r), s.len + 2);
+    memcpy(text, s.u.s, s.len);
+    text[s.len] = '\n';
+    tpl_value lines = call_method(r, at, tpl_str(text, s.len + 1), "splitlines", NULL, 0);
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     if (first)
         llmr_strbuf_append(&sb, ind.data ? ind.data : "", ind.len);
@@ -902,10 +910,10 @@ static tpl_value f_indent(tpl_render *r, const tpl_node *at, tpl_value v, const 
         tpl_value line = lines.u.list->items[i];
         if (i) {
             llmr_strbuf_putc(&sb, '\n');
-            if (blank || line.u.str.n)
+            if (blank || line.len)
                 llmr_strbuf_append(&sb, ind.data ? ind.data : "", ind.len);
         }
-        llmr_strbuf_append(&sb, line.u.str.s, line.u.str.n);
+        llmr_strbuf_append(&sb, line.u.s, line.len);
     }
     llmr_strbuf_free(&ind);
     return from_sb(r, &sb);
@@ -925,9 +933,9 @@ static tpl_value f_wordcount(tpl_render *r, const tpl_node *at, tpl_value v, con
     tpl_value s = str_of(r, v);
     int64_t words = 0;
     bool in_word = false;
-    for (size_t i = 0; i < s.u.str.n;) {
+    for (size_t i = 0; i < s.len;) {
         utf8proc_int32_t c;
-        utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)s.u.str.s + i, (utf8proc_ssize_t)(s.u.str.n - i), &c);
+        utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)s.u.s + i, (utf8proc_ssize_t)(s.len - i), &c);
         if (len <= 0) {
             c = 0;
             len = 1;
@@ -962,7 +970,7 @@ static tpl_value f_attr(tpl_render *r, const tpl_node *at, tpl_value v, const tp
     const tpl_value *name = tpl_arg(a, 0, "name");
     if (!name || name->type != TV_STR)
         tpl_fail(r, at, "attr needs an attribute name");
-    return tpl_getattr(r, at, v, name->u.str.s, name->u.str.n);
+    return tpl_getattr(r, at, v, name->u.s, name->len);
 }
 
 static tpl_value f_batch(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_call_args *a)
@@ -1008,17 +1016,17 @@ static tpl_value f_truncate(tpl_render *r, const tpl_node *at, tpl_value v, cons
     tpl_list *chars = tpl_iterate(r, at, s);
     size_t keep = (size_t)(length - end_len), bytes = 0;
     for (size_t i = 0; i < keep && i < chars->n; i++)
-        bytes += chars->items[i].u.str.n;
+        bytes += chars->items[i].len;
     size_t cut = bytes;
     if (!killwords) { /* rsplit(" ", 1)[0] */
-        while (cut > 0 && s.u.str.s[cut - 1] != ' ')
+        while (cut > 0 && s.u.s[cut - 1] != ' ')
             cut--;
         cut = cut ? cut - 1 : bytes;
     }
-    char *d = tpl_alloc(A(r), cut + end.u.str.n + 1);
-    memcpy(d, s.u.str.s, cut);
-    memcpy(d + cut, end.u.str.s, end.u.str.n);
-    return tpl_str(d, cut + end.u.str.n);
+    char *d = tpl_alloc(A(r), cut + end.len + 1);
+    memcpy(d, s.u.s, cut);
+    memcpy(d + cut, end.u.s, end.len);
+    return tpl_str(d, cut + end.len);
 }
 
 typedef struct named_filter {
@@ -1040,12 +1048,20 @@ static const named_filter FILTERS[] = {
     {"format", f_format}, {"attr", f_attr}, {"batch", f_batch}, {"truncate", f_truncate},
     {NULL, NULL}};
 
-tpl_value tpl_filter(tpl_render *r, const tpl_node *at, const char *name, tpl_value v, const tpl_call_args *args)
+tpl_filter_fn tpl_find_filter(const char *name)
 {
     for (size_t i = 0; FILTERS[i].name; i++)
         if (eq(name, FILTERS[i].name))
-            return FILTERS[i].fn(r, at, v, args);
-    tpl_fail(r, at, "No filter named '%s'.", name);
+            return FILTERS[i].fn;
+    return NULL;
+}
+
+tpl_value tpl_filter(tpl_render *r, const tpl_node *at, const char *name, tpl_value v, const tpl_call_args *args)
+{
+    filter_fn fn = tpl_find_filter(name);
+    if (!fn)
+        tpl_fail(r, at, "No filter named '%s'.", name);
+    return fn(r, at, v, args);
 }
 
 /* `x is filter` / `x is test`: whether a filter or test of that name exists. */
@@ -1055,7 +1071,7 @@ static bool t_filter(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_c
     (void)at;
     (void)a;
     for (size_t i = 0; v.type == TV_STR && FILTERS[i].name; i++)
-        if (strlen(FILTERS[i].name) == v.u.str.n && !memcmp(FILTERS[i].name, v.u.str.s, v.u.str.n))
+        if (strlen(FILTERS[i].name) == v.len && !memcmp(FILTERS[i].name, v.u.s, v.len))
             return true;
     return false;
 }
@@ -1066,7 +1082,7 @@ static bool t_test(tpl_render *r, const tpl_node *at, tpl_value v, const tpl_cal
     (void)at;
     (void)a;
     for (size_t i = 0; v.type == TV_STR && TESTS[i].name; i++)
-        if (strlen(TESTS[i].name) == v.u.str.n && !memcmp(TESTS[i].name, v.u.str.s, v.u.str.n))
+        if (strlen(TESTS[i].name) == v.len && !memcmp(TESTS[i].name, v.u.s, v.len))
             return true;
     return false;
 }

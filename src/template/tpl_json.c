@@ -8,8 +8,9 @@
 
 #include "template/tpl_internal.h"
 
-tpl_value tpl_from_json(tpl_arena *a, const json_t *j)
+tpl_value tpl_from_json(tpl_render *r, const json_t *j)
 {
+    tpl_arena *a = &r->arena;
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
         tpl_value d = tpl_new_dict(a, json_object_size(j));
@@ -18,7 +19,7 @@ tpl_value tpl_from_json(tpl_arena *a, const json_t *j)
         for (void *it = json_object_iter((json_t *)j); it && dict->n < dict->cap;
              it = json_object_iter_next((json_t *)j, it)) {
             dict->keys[dict->n] = tpl_str(json_object_iter_key(it), json_object_iter_key_len(it));
-            dict->vals[dict->n] = tpl_from_json(a, json_object_iter_value(it));
+            dict->vals[dict->n] = tpl_from_json(r, json_object_iter_value(it));
             dict->n++;
         }
         return d;
@@ -27,11 +28,14 @@ tpl_value tpl_from_json(tpl_arena *a, const json_t *j)
         size_t n = json_array_size(j);
         tpl_value l = tpl_new_list(a, n);
         for (size_t i = 0; i < n; i++)
-            l.u.list->items[i] = tpl_from_json(a, json_array_get(j, i));
+            l.u.list->items[i] = tpl_from_json(r, json_array_get(j, i));
         l.u.list->n = n;
         return l;
     }
-    case JSON_STRING: return tpl_str(json_string_value(j), json_string_length(j));
+    case JSON_STRING:
+        if (json_string_length(j) > TPL_MAX_STR)
+            tpl_fail(r, NULL, "a string of the context is longer than %zu bytes", TPL_MAX_STR);
+        return tpl_str(json_string_value(j), json_string_length(j));
     case JSON_INTEGER: return tpl_int((int64_t)json_integer_value(j));
     case JSON_REAL: return tpl_float(json_real_value(j));
     case JSON_TRUE: return tpl_bool(true);
@@ -117,7 +121,7 @@ static bool indented(const tpl_json_opts *o)
 static bool key_text(llmr_strbuf *sb, tpl_value k)
 {
     switch (k.type) {
-    case TV_STR: llmr_strbuf_append(sb, k.u.str.s, k.u.str.n); return true;
+    case TV_STR: llmr_strbuf_append(sb, k.u.s, k.len); return true;
     case TV_BOOL: llmr_strbuf_puts(sb, k.u.b ? "true" : "false"); return true;
     case TV_NONE: llmr_strbuf_puts(sb, "null"); return true;
     case TV_INT: llmr_strbuf_printf(sb, "%lld", (long long)k.u.i); return true;
@@ -145,7 +149,7 @@ typedef struct keyed {
 static bool write_key(llmr_strbuf *sb, tpl_value k, bool ascii)
 {
     if (k.type == TV_STR) {
-        write_json_str(sb, k.u.str.s, k.u.str.n, ascii);
+        write_json_str(sb, k.u.s, k.len, ascii);
         return true;
     }
     llmr_strbuf text = LLMR_STRBUF_INIT;
@@ -236,7 +240,7 @@ static bool write_json(llmr_strbuf *sb, tpl_value v, const tpl_json_opts *o, int
             return llmr_strbuf_puts(sb, "-Infinity");
         tpl_write_float(sb, v.u.f);
         return true;
-    case TV_STR: write_json_str(sb, v.u.str.s, v.u.str.n, o->ensure_ascii); return true;
+    case TV_STR: write_json_str(sb, v.u.s, v.len, o->ensure_ascii); return true;
     case TV_LIST:
         if (v.u.list->n == 0)
             return llmr_strbuf_puts(sb, "[]");

@@ -7,6 +7,18 @@
 
 #include "template/tpl_internal.h"
 
+/* A growable array of node pointers in the arena. */
+typedef struct nodes {
+    tpl_node **v;
+    size_t n, cap;
+} nodes;
+
+typedef struct interned {
+    const char *s;
+    size_t n;
+    bool bound; /* a target of set or for, a macro or a parameter somewhere */
+} interned;
+
 typedef struct parser {
     tpl_arena *a;
     const tpl_tokens *toks;
@@ -16,6 +28,10 @@ typedef struct parser {
     bool failed;
     int depth;
     int loops; /* for bodies open around the current tag (a macro starts at 0) */
+    interned *names; /* every name of the template, once (a table of names_cap slots) */
+    size_t names_n, names_cap;
+    nodes name_nodes; /* every NAME node, marked TPL_NAME_UNBOUND at the end when no
+                         statement binds its name */
 } parser;
 
 #define MAX_NESTING 200
@@ -75,16 +91,74 @@ static tpl_node *node(parser *P, tpl_node_type type, const tpl_token *at)
     return n;
 }
 
-static const char *name_of(parser *P, const tpl_token *t)
+/* The names the renderer itself binds in scopes; the parser gives them out for these
+ * names, so that every name of a template is one pointer (see name_of). */
+const char TPL_NAME_LOOP[] = "loop", TPL_NAME_CALLER[] = "caller", TPL_NAME_VARARGS[] = "varargs",
+           TPL_NAME_KWARGS[] = "kwargs";
+
+static size_t name_hash(const char *s, size_t n)
 {
-    return tpl_strndup(P->a, t->s, t->n);
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+    return (size_t)h;
 }
 
-/* A growable array of node pointers in the arena. */
-typedef struct nodes {
-    tpl_node **v;
-    size_t n, cap;
-} nodes;
+/* The entry of an interned name; NULL for the renderer's own (TPL_NAME_*). */
+static interned *name_entry(parser *P, const char *name)
+{
+    if (!name || !P->names_cap)
+        return NULL;
+    size_t n = strlen(name);
+    for (size_t j = name_hash(name, n) & (P->names_cap - 1); P->names[j].s; j = (j + 1) & (P->names_cap - 1))
+        if (P->names[j].s == name)
+            return &P->names[j];
+    return NULL;
+}
+
+static void bind_name(parser *P, const char *name)
+{
+    interned *e = name_entry(P, name);
+    if (e)
+        e->bound = true;
+}
+
+/* The name as a string of the tree, the same pointer for the same name everywhere in
+ * the template: scopes compare names by pointer. */
+static const char *name_of(parser *P, const tpl_token *t)
+{
+    static const char *const special[] = {TPL_NAME_LOOP, TPL_NAME_CALLER, TPL_NAME_VARARGS, TPL_NAME_KWARGS};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        if (strlen(special[i]) == t->n && memcmp(special[i], t->s, t->n) == 0)
+            return special[i];
+    if (2 * (P->names_n + 1) > P->names_cap) { /* at most half full */
+        size_t cap = P->names_cap ? 2 * P->names_cap : 64;
+        interned *grown = tpl_alloc_array(P->a, cap, sizeof *grown);
+        if (!grown)
+            return NULL;
+        for (size_t i = 0; i < P->names_cap; i++) {
+            if (!P->names[i].s)
+                continue;
+            size_t j = name_hash(P->names[i].s, P->names[i].n) & (cap - 1);
+            while (grown[j].s)
+                j = (j + 1) & (cap - 1);
+            grown[j] = P->names[i];
+        }
+        P->names = grown;
+        P->names_cap = cap;
+    }
+    size_t j = name_hash(t->s, t->n) & (P->names_cap - 1);
+    for (; P->names[j].s; j = (j + 1) & (P->names_cap - 1))
+        if (P->names[j].n == t->n && memcmp(P->names[j].s, t->s, t->n) == 0)
+            return P->names[j].s;
+    char *copy = tpl_strndup(P->a, t->s, t->n);
+    if (!copy)
+        return NULL;
+    P->names[j] = (interned){copy, t->n, false};
+    P->names_n++;
+    return copy;
+}
+
 
 static bool add(parser *P, nodes *l, tpl_node *n)
 {
@@ -191,6 +265,7 @@ static tpl_node *parse_one_filter(parser *P, tpl_node *operand)
     if (!fn)
         return NULL;
     fn->name = name_of(P, f);
+    fn->impl.filter = fn->name ? tpl_find_filter(fn->name) : NULL;
     fn->a = operand;
     if (is_op(cur(P), "(") && !parse_call_args(P, fn))
         return NULL;
@@ -218,6 +293,7 @@ static tpl_node *parse_filters(parser *P, tpl_node *n)
             if (!tn)
                 return NULL;
             tn->name = name_of(P, f);
+            tn->impl.test = tn->name ? tpl_find_test(tn->name) : NULL;
             tn->a = n;
             const tpl_token *c = cur(P);
             if (is_op(c, "(")) {
@@ -377,6 +453,8 @@ static tpl_node *parse_primary(parser *P)
             n->type = N_NAME;
             n->name = name_of(P, t);
             n->name_n = t->n;
+            if (!add(P, &P->name_nodes, n))
+                return fail_at(P, t, "out of memory%s", NULL);
         }
         return n;
     case TK_STRING: {
@@ -632,6 +710,10 @@ static tpl_node *parse_tuple(parser *P, bool names_only)
                 return NULL;
             e->name = name_of(P, t);
             e->name_n = t->n;
+            if (!add(P, &P->name_nodes, e))
+                return fail_at(P, t, "out of memory%s", NULL);
+            if (!is_op(cur(P), ".")) /* a name the statement binds, not ns of ns.attr */
+                bind_name(P, e->name);
             if (is_op(cur(P), ".")) { /* ns.attr (set only) */
                 next_tok(P);
                 const tpl_token *f = next_tok(P);
@@ -830,8 +912,10 @@ static bool parse_params(parser *P, tpl_node *n)
             fail_at(P, t, "a parameter without a default follows one with a default%s", NULL);
             return false;
         }
-        if (!add_name(P, &params, name_of(P, t)))
+        const char *param = name_of(P, t);
+        if (!add_name(P, &params, param))
             return false;
+        bind_name(P, param);
         if (defaults.n == defaults.cap) { /* add allows NULL only through this path */
             size_t cap = defaults.cap ? defaults.cap * 2 : 4;
             tpl_node **v = tpl_alloc(P->a, cap * sizeof *v);
@@ -864,6 +948,7 @@ static tpl_node *parse_macro(parser *P, const tpl_token *t)
         return NULL;
     n->name = name_of(P, nm);
     n->name_n = nm->n;
+    bind_name(P, n->name);
     int loops = P->loops;
     P->loops = 0;
     if (!parse_params(P, n) || !expect_block_end(P) || !(n->body = parse_body(P, ends, &ended)))
@@ -880,7 +965,7 @@ static tpl_node *parse_call_block(parser *P, const tpl_token *t)
     const tpl_token *ended;
     if (!n)
         return NULL;
-    n->name = "caller";
+    n->name = TPL_NAME_CALLER;
     if (is_op(cur(P), "(") && !parse_params(P, n))
         return NULL;
     if (!(n->a = parse_expr(P)))
@@ -1002,8 +1087,15 @@ static tpl_node *parse_body(parser *P, const char *const *ends, const tpl_token 
 
 tpl_node *tpl_parse(tpl_arena *a, const tpl_tokens *toks, char *err, size_t err_size)
 {
-    parser P = {a, toks, 0, err, err_size, false, 0, 0};
+    parser P = {a, toks, 0, err, err_size, false, 0, 0, NULL, 0, 0, {0}};
     const tpl_token *ended = NULL;
     tpl_node *n = parse_body(&P, NULL, &ended);
-    return P.failed ? NULL : n;
+    if (P.failed)
+        return NULL;
+    for (size_t i = 0; i < P.name_nodes.n; i++) {
+        interned *e = name_entry(&P, P.name_nodes.v[i]->name);
+        if (e && !e->bound)
+            P.name_nodes.v[i]->bits |= TPL_NAME_UNBOUND;
+    }
+    return n;
 }

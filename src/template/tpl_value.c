@@ -8,64 +8,6 @@
 
 #include "template/tpl_internal.h"
 
-tpl_value tpl_undefined(const char *why)
-{
-    tpl_value v = {0};
-    v.type = TV_UNDEFINED;
-    v.u.undef.text = why;
-    return v;
-}
-
-tpl_value tpl_undefined_name(const char *name, size_t n)
-{
-    tpl_value v = {0};
-    v.type = TV_UNDEFINED;
-    v.u.undef.text = name;
-    v.u.undef.name_n = (uint32_t)n;
-    v.u.undef.is_name = true;
-    return v;
-}
-
-tpl_value tpl_none(void)
-{
-    tpl_value v = {0};
-    v.type = TV_NONE;
-    return v;
-}
-
-tpl_value tpl_bool(bool b)
-{
-    tpl_value v = {0};
-    v.type = TV_BOOL;
-    v.u.b = b;
-    return v;
-}
-
-tpl_value tpl_int(int64_t i)
-{
-    tpl_value v = {0};
-    v.type = TV_INT;
-    v.u.i = i;
-    return v;
-}
-
-tpl_value tpl_float(double f)
-{
-    tpl_value v = {0};
-    v.type = TV_FLOAT;
-    v.u.f = f;
-    return v;
-}
-
-tpl_value tpl_str(const char *s, size_t n)
-{
-    tpl_value v = {0};
-    v.type = TV_STR;
-    v.u.str.s = s ? s : "";
-    v.u.str.n = n;
-    return v;
-}
-
 tpl_value tpl_cstr(const char *s)
 {
     return tpl_str(s, strlen(s));
@@ -122,10 +64,11 @@ tpl_value *tpl_dict_get(const tpl_dict *d, tpl_value key)
 
 tpl_value *tpl_dict_get_str(const tpl_dict *d, const char *key, size_t n)
 {
-    for (size_t i = 0; i < d->n; i++)
-        if (d->keys[i].type == TV_STR && d->keys[i].u.str.n == n &&
-            memcmp(d->keys[i].u.str.s, key, n) == 0)
+    for (size_t i = 0; i < d->n; i++) {
+        const tpl_value *k = &d->keys[i];
+        if (k->type == TV_STR && k->len == n && tpl_same_bytes(k->u.s, key, n))
             return &d->vals[i];
+    }
     return NULL;
 }
 
@@ -162,7 +105,7 @@ bool tpl_truthy(tpl_value v)
     case TV_BOOL: return v.u.b;
     case TV_INT: return v.u.i != 0;
     case TV_FLOAT: return v.u.f != 0.0;
-    case TV_STR: return v.u.str.n != 0;
+    case TV_STR: return v.len != 0;
     case TV_LIST: return v.u.list->n != 0;
     case TV_DICT: return v.u.dict->n != 0;
     default: return true;
@@ -196,7 +139,7 @@ bool tpl_equal(tpl_value a, tpl_value b)
     switch (a.type) {
     case TV_UNDEFINED:
     case TV_NONE: return true;
-    case TV_STR: return a.u.str.n == b.u.str.n && memcmp(a.u.str.s, b.u.str.s, a.u.str.n) == 0;
+    case TV_STR: return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
     case TV_LIST:
         if (a.is_tuple != b.is_tuple || a.u.list->n != b.u.list->n)
             return false;
@@ -214,7 +157,7 @@ bool tpl_equal(tpl_value a, tpl_value b)
         }
         return true;
     case TV_NAMESPACE: return a.u.dict == b.u.dict;
-    case TV_MACRO: return a.u.macro.def == b.u.macro.def;
+    case TV_MACRO: return a.u.macro->def == b.u.macro->def;
     default: return false;
     }
 }
@@ -232,9 +175,9 @@ bool tpl_compare(tpl_value a, tpl_value b, int *out)
         return true;
     }
     if (a.type == TV_STR && b.type == TV_STR) {
-        size_t n = a.u.str.n < b.u.str.n ? a.u.str.n : b.u.str.n;
-        int c = memcmp(a.u.str.s, b.u.str.s, n);
-        *out = c ? (c < 0 ? -1 : 1) : (a.u.str.n < b.u.str.n ? -1 : a.u.str.n > b.u.str.n);
+        size_t n = a.len < b.len ? a.len : b.len;
+        int c = memcmp(a.u.s, b.u.s, n);
+        *out = c ? (c < 0 ? -1 : 1) : (a.len < b.len ? -1 : a.len > b.len);
         return true;
     }
     if (a.type == TV_LIST && b.type == TV_LIST) {
@@ -267,6 +210,20 @@ const char *tpl_type_name(tpl_value v)
     case TV_CYCLER: return "Cycler";
     default: return "builtin_function_or_method";
     }
+}
+
+uint8_t tpl_owner_code(tpl_value obj)
+{
+    return (uint8_t)(1 + (obj.type << 1 | (obj.type == TV_LIST && obj.is_tuple)));
+}
+
+const char *tpl_owner_name(uint8_t code)
+{
+    if (code == 0)
+        return NULL;
+    tpl_value v = {.type = (uint8_t)((code - 1) >> 1)};
+    v.is_tuple = (code - 1) & 1;
+    return tpl_type_name(v);
 }
 
 /* ---- str() and repr() -------------------------------------------------------------- */
@@ -404,9 +361,9 @@ static bool write_value(llmr_strbuf *sb, tpl_value v, bool repr)
     case TV_FLOAT: tpl_write_float(sb, v.u.f); return true;
     case TV_STR:
         if (repr)
-            write_str_repr(sb, v.u.str.s, v.u.str.n);
+            write_str_repr(sb, v.u.s, v.len);
         else
-            llmr_strbuf_append(sb, v.u.str.s, v.u.str.n);
+            llmr_strbuf_append(sb, v.u.s, v.len);
         return true;
     case TV_LIST:
         llmr_strbuf_putc(sb, v.is_tuple ? '(' : '[');

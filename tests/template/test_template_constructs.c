@@ -288,6 +288,47 @@ TEST(set_and_namespace)
     run_cases("set_and_namespace", c, sizeof c / sizeof c[0]);
 }
 
+/* Names: scopes compare names by pointer, and a name no statement binds goes straight to
+ * the context and the globals; a context variable of the same name as one a loop, a set
+ * or a macro binds stays visible where those do not reach (expectations from jinja2). */
+TEST(names_and_scopes)
+{
+    static const tcase c[] = {
+        {"{{ x }}{% for i in [1] %}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}", "{\"x\": 1}", "121", NULL},
+        {"{% for x in [5] %}{{ x }}{% endfor %}{{ x }}", "{\"x\": 1}", "51", NULL},
+        {"{% macro m(x) %}{{ x }}{% endmacro %}{{ m(7) }}{{ x }}", "{\"x\": 1}", "71", NULL},
+        {"{% macro m() %}{{ x }}{% endmacro %}{% set x = 3 %}{{ m() }}", "{\"x\": 1}", "3", NULL},
+        {"{% macro m() %}{% set x = 9 %}{{ x }}{% endmacro %}{{ m() }}{{ x }}", "{\"x\": 1}", "91", NULL},
+        {"{{ messages|length }}{{ unknown is defined }}{{ range(2)|list }}", "{\"messages\": [1, 2]}", "2False[0, 1]", NULL},
+        {"{% set loop = 3 %}{{ loop }}{% for i in [1] %}{{ loop.index }}{% endfor %}{{ loop }}", NULL, "313", NULL},
+        {"{% macro caller() %}c{% endmacro %}{{ caller() }}", NULL, "c", NULL},
+        {"{% set ns = namespace(a=1) %}{% set ns.a = ns.a + 1 %}{{ ns.a }}", NULL, "2", NULL},
+    };
+    run_cases("names_and_scopes", c, sizeof c / sizeof c[0]);
+}
+
+/* Chains of + and ~: strings joined once (or written straight out), the rest pair by pair
+ * as Python does, Markup escaping what is added to it (expectations from jinja2). */
+TEST(concatenation_chains)
+{
+    static const tcase c[] = {
+        {"{{ 'a' + 'b' + 'c' + 'd' }}", NULL, "abcd", NULL},
+        {"{{ 'a' ~ 1 ~ none ~ [2] }}", NULL, "a1None[2]", NULL},
+        {"{% set s = 'x' + 'y' + 'z' %}{{ s|length }}{{ s }}", NULL, "3xyz", NULL},
+        {"{{ 1 + 2 + 3 }}{{ [1] + [2] + [3] }}", NULL, "6[1, 2, 3]", NULL},
+        {"{{ '<' + ('<'|safe) + '<' }}", NULL, "&lt;<&lt;", NULL},
+        {"{{ ('<'|safe) + '<' + '>' }}", NULL, "<&lt;&gt;", NULL},
+        {"{{ 'p' ~ u ~ 's' }}", NULL, "ps", NULL},
+        /* jinja2: TypeError: can only concatenate str (not "int") to str */
+        {"{{ 'a' + 'b' + 1 }}", NULL, NULL, "can only concatenate str"},
+        /* jinja2: UndefinedError: 'u' is undefined */
+        {"{{ 'a' + u + 'b' }}", NULL, NULL, "'u' is undefined"},
+        /* longer than one chain of the evaluator */
+        {"{{ '0' + '1' + '2' + '3' + '4' + '5' + '6' + '7' + '8' + '9' + '10' + '11' + '12' + '13' + '14' + '15' + '16' + '17' + '18' + '19' + '20' + '21' + '22' + '23' + '24' + '25' + '26' + '27' + '28' + '29' + '30' + '31' + '32' + '33' + '34' + '35' + '36' + '37' + '38' + '39' }}", NULL, "0123456789101112131415161718192021222324252627282930313233343536373839", NULL},
+    };
+    run_cases("concatenation_chains", c, sizeof c / sizeof c[0]);
+}
+
 /* macro with defaults, varargs, kwargs; call blocks with caller() and arguments; filter blocks */
 TEST(macros_and_call_blocks)
 {
@@ -1189,6 +1230,8 @@ int main(void)
     RUN(if_elif_else);
     RUN(for_loops_and_loop_variables);
     RUN(set_and_namespace);
+    RUN(names_and_scopes);
+    RUN(concatenation_chains);
     RUN(macros_and_call_blocks);
     RUN(operators);
     RUN(tests_with_is);
