@@ -1,0 +1,2 @@
+/* placeholder until implemented */
+#include "common/sha256.h"

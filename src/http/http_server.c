@@ -1,0 +1,2 @@
+/* placeholder until implemented */
+#include "http/http_server.h"

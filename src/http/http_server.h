@@ -1,0 +1,93 @@
+/* The HTTP server of the node (and later of the router): libmicrohttpd with a thread
+ * per connection, so a handler may block and a streamed response (Server-Sent Events)
+ * is written from whatever thread produces it.
+ *
+ * A request reaches the handler whole: method, path, query, headers and the body (at
+ * most max_body bytes; a larger one is answered 413 before the handler sees it).  The
+ * handler answers through its llmr_http_reply, exactly once:
+ *
+ *   - llmr_http_reply_json / llmr_http_reply_text / llmr_http_reply_error: a whole
+ *     response, sent when the handler returns;
+ *   - llmr_http_reply_stream: a streamed response.  The handler gets an
+ *     llmr_http_stream that it (or another thread) writes with llmr_http_stream_write
+ *     and ends with llmr_http_stream_end; the handler may return before the stream
+ *     ends.  When the client goes away first, on_close runs (once, on the server's
+ *     thread) and later writes return false; the stream must still be ended.
+ *
+ * Errors the server answers itself (413, a handler that did not reply: 500) carry an
+ * OpenAI-style body: {"error": {"message", "type", "param", "code"}}. */
+#ifndef LLMR_HTTP_HTTP_SERVER_H
+#define LLMR_HTTP_HTTP_SERVER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "llmr/status.h"
+
+typedef struct llmr_http_server llmr_http_server;
+typedef struct llmr_http_reply llmr_http_reply;
+typedef struct llmr_http_stream llmr_http_stream;
+
+typedef struct llmr_http_request {
+    const char *method;   /* "GET", "POST", ... */
+    const char *path;     /* decoded, without the query: "/v1/models" */
+    const char *query;    /* the raw query after '?', or "" */
+    const char *body;     /* NUL-terminated for convenience; may hold NUL bytes */
+    size_t body_len;
+    const char *remote;   /* the peer's address, "127.0.0.1" */
+    void *conn;           /* the server's connection (for llmr_http_request_header) */
+} llmr_http_request;
+
+/* A request header by name (case-insensitive), or NULL. */
+const char *llmr_http_request_header(const llmr_http_request *req, const char *name);
+
+typedef void (*llmr_http_handler)(void *user, const llmr_http_request *req, llmr_http_reply *reply);
+
+typedef struct llmr_http_server_options {
+    const char *host;        /* address to bind, "127.0.0.1"; "0.0.0.0" for all */
+    unsigned port;           /* 0: any free port (see llmr_http_server_port) */
+    size_t max_body;         /* bytes; default 8 MiB */
+    unsigned max_connections; /* default 256 */
+    unsigned timeout_s;      /* an idle connection is closed after this; default 120 */
+    llmr_http_handler handler;
+    void *user;
+} llmr_http_server_options;
+
+void llmr_http_server_options_default(llmr_http_server_options *o);
+
+/* Binds and starts serving.  err says why it could not (address in use, ...). */
+llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_server **out,
+                                   llmr_strbuf *err);
+/* The port it listens on (the chosen one when options asked for 0). */
+unsigned llmr_http_server_port(const llmr_http_server *s);
+/* Stops accepting, closes connections (open streams see on_close), frees. */
+void llmr_http_server_stop(llmr_http_server *s);
+
+/* Adds a response header (before the reply functions below). */
+void llmr_http_reply_header(llmr_http_reply *r, const char *name, const char *value);
+/* A JSON body (Content-Type: application/json); takes the reference to body. */
+void llmr_http_reply_json(llmr_http_reply *r, unsigned status, json_t *body);
+/* A body of the given type (copied). */
+void llmr_http_reply_text(llmr_http_reply *r, unsigned status, const char *content_type,
+                          const char *body, size_t len);
+/* An OpenAI-style error object: {"error": {"message": message, "type": type,
+ * "param": param (or null), "code": code (or null)}}. */
+void llmr_http_reply_error(llmr_http_reply *r, unsigned status, const char *type,
+                           const char *param, const char *code, const char *message);
+
+typedef void (*llmr_http_close_fn)(void *user);
+/* Starts a streamed response with this status and content type ("text/event-stream"
+ * adds Cache-Control: no-cache).  on_close(user) runs when the client goes away
+ * before the stream ends. */
+llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
+                                         const char *content_type,
+                                         llmr_http_close_fn on_close, void *user);
+/* Queues bytes to send (copied); false once the client has gone. Any thread. */
+bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len);
+/* Ends the stream after what was queued; s is not used after.  Any thread, once. */
+void llmr_http_stream_end(llmr_http_stream *s);
+
+#endif

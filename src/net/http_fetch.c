@@ -1,0 +1,2 @@
+/* placeholder until implemented */
+#include "net/http_fetch.h"

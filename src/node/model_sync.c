@@ -1,0 +1,2 @@
+/* placeholder until implemented */
+#include "node/model_sync.h"

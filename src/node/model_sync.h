@@ -1,0 +1,66 @@
+/* Model sync: makes DATA_DIR/models/NAME hold exactly what a router's manifest names,
+ * verified (size, and SHA-256 where the manifest gives it).
+ *
+ * The manifest (docs/node-router-protocol.md):
+ *   {"name": NAME, "format": "safetensors"|"gguf",
+ *    "files": [{"path": "config.json", "size": 1234, "sha256": HEX or absent,
+ *               "required": true, "url": "/v0/models/NAME/files/config.json",
+ *               "origin_url": "https://huggingface.co/ORG/REPO/resolve/REV/config.json"
+ *               or absent}, ...]}
+ *
+ * Each file comes from the router's url (relative to the router), or from its
+ * origin_url when the origin's host is on the allowlist and prefer_origin is set (the
+ * router is the fallback).  Bytes go to DATA_DIR/models/.partial/NAME/PATH.part, resumed
+ * with a Range request after a cut, are checked, then renamed into place (atomic).  A
+ * file already in place with the right size (and digest) is kept.  Before any byte, the
+ * free disk space must hold what is missing.  An optional file that fails is logged and
+ * skipped; a required one fails the sync with its path named.  Paths that would leave
+ * the model directory (.., absolute, empty parts) are refused. */
+#ifndef LLMR_NODE_MODEL_SYNC_H
+#define LLMR_NODE_MODEL_SYNC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "llmr/status.h"
+
+typedef struct llmr_sync_progress {
+    const char *model;
+    const char *state;        /* "checking", "fetching", "verifying", "ready", "failed" */
+    const char *file;         /* the file being fetched, or NULL */
+    uint64_t bytes_done, bytes_total;   /* over the whole model */
+    uint32_t files_done, files_total;
+} llmr_sync_progress;
+
+/* Called as the sync goes (often: throttle on your side); false aborts (CANCELLED). */
+typedef bool (*llmr_sync_progress_fn)(void *user, const llmr_sync_progress *p);
+
+typedef struct llmr_sync_options {
+    const char *data_dir;
+    const char *router_url;        /* "http://127.0.0.1:8080": base of relative urls */
+    const char *auth_header;       /* sent to the router ("Authorization: Bearer KEY") */
+    const char *origin_allowlist;  /* comma-separated hosts ("huggingface.co,hf.co"); "" none */
+    bool prefer_origin;            /* fetch origin_url first when allowed */
+    unsigned retries;              /* per file, see llmr_fetch; default 3 */
+    unsigned stall_timeout_s;      /* default 30 */
+    llmr_sync_progress_fn progress;
+    void *user;
+} llmr_sync_options;
+
+void llmr_sync_options_default(llmr_sync_options *o);
+
+/* Syncs the model of this manifest.  LLMR_OK: every required file is in place and
+ * verified (*skipped, when not NULL, gets a JSON array of the optional files that
+ * failed: [{"path", "error"}], owned by the caller).  Else: MODEL_CORRUPT (a digest or
+ * size that does not match), NOT_FOUND (a required file the server does not have), IO
+ * (network, disk), LIMIT_EXCEEDED (not enough disk space), INVALID_ARGUMENT (a bad
+ * manifest), CANCELLED; err names the file and what went wrong. */
+llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, json_t **skipped,
+                            llmr_strbuf *err);
+
+/* Checks a manifest's shape and paths without fetching (INVALID_ARGUMENT + err). */
+llmr_status llmr_manifest_check(const json_t *manifest, llmr_strbuf *err);
+
+#endif

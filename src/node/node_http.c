@@ -1,0 +1,2 @@
+/* placeholder until implemented */
+#include "node/node_http.h"

@@ -1,0 +1,2 @@
+/* placeholder until implemented */
+#include "node/openai_api.h"

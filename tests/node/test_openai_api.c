@@ -1,0 +1,2 @@
+/* placeholder until written: skipped */
+int main(void) { return 77; }
