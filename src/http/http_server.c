@@ -1,2 +1,517 @@
-/* placeholder until implemented */
+/* The HTTP server (see http_server.h): libmicrohttpd with a thread per connection.
+ *
+ * A request's state lives in a request_ctx made when libmicrohttpd reports the
+ * request line (the URI log callback, which sees the raw target and so the raw
+ * query) and freed when the request completes.  The body is gathered up to
+ * max_body.  A body over it is answered 413 without the handler: at once when the
+ * client declared its length and waits for "100 Continue" (so it never sends the
+ * body), otherwise after the body was read and dropped, since libmicrohttpd cannot
+ * answer in the middle of an upload, and a client still sending when the
+ * connection closes under it sees a reset instead of the answer.  Only a whole body
+ * reaches the handler, and the response it built is queued when it returns.
+ * Streamed responses live in http_stream.c. */
 #include "http/http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "http/http_internal.h"
+
+#define COMPONENT "http"
+/* A body over max_body is read and dropped while it is at most this much over it;
+ * one declared longer is answered at once, one that keeps coming past it has its
+ * connection closed without an answer. */
+#define DRAIN_LIMIT ((uint64_t)64 << 20)
+
+struct llmr_http_server {
+    struct MHD_Daemon *daemon;
+    llmr_http_handler handler;
+    void *user;
+    size_t max_body;
+    unsigned port;
+    atomic_bool stopping; /* streams' readers give up when set */
+};
+
+/* One request, from its request line to its completion. */
+typedef struct request_ctx {
+    bool started;        /* the access handler saw the headers */
+    bool too_large;      /* the body passed max_body: dropping the rest */
+    uint64_t seen;       /* body bytes received, kept or not */
+    char *query;         /* raw, after '?'; "" when none */
+    llmr_strbuf body;
+    char remote[INET6_ADDRSTRLEN];
+} request_ctx;
+
+typedef struct reply_header {
+    char *name;
+    char *value;
+} reply_header;
+
+struct llmr_http_reply {
+    struct MHD_Connection *conn;
+    const atomic_bool *stopping;
+    struct MHD_Response *response; /* set by the first reply call */
+    unsigned status;
+    reply_header *headers;
+    size_t n_headers, cap_headers;
+};
+
+void llmr_http_server_options_default(llmr_http_server_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->host = "127.0.0.1";
+    o->port = 0;
+    o->max_body = (size_t)8 << 20;
+    o->max_connections = 256;
+    o->timeout_s = 120;
+}
+
+const char *llmr_http_request_header(const llmr_http_request *req, const char *name)
+{
+    if (!req || !req->conn || !name)
+        return NULL;
+    return MHD_lookup_connection_value((struct MHD_Connection *)req->conn, MHD_HEADER_KIND,
+                                       name);
+}
+
+/* ---- replies ----------------------------------------------------------------------- */
+
+void llmr_http_reply_header(llmr_http_reply *r, const char *name, const char *value)
+{
+    if (!r || !name || !value)
+        return;
+    if (r->response) {
+        llmr_log_warn(COMPONENT, "header %s added after the reply was made: ignored", name);
+        return;
+    }
+    if (r->n_headers == r->cap_headers) {
+        size_t cap = r->cap_headers ? r->cap_headers * 2 : 8;
+        reply_header *h = realloc(r->headers, cap * sizeof *h);
+        if (!h)
+            return;
+        r->headers = h;
+        r->cap_headers = cap;
+    }
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return;
+    }
+    r->headers[r->n_headers++] = (reply_header){n, v};
+}
+
+/* False (and a warning) when the handler already replied: a reply is made once. */
+static bool reply_unused(const llmr_http_reply *r)
+{
+    if (!r)
+        return false;
+    if (r->response) {
+        llmr_log_warn(COMPONENT, "a second reply to one request: ignored");
+        return false;
+    }
+    return true;
+}
+
+/* Puts the handler's headers and the content type (unless a header gave one) on
+ * resp and makes it the reply.  False when one did not fit (resp is the caller's). */
+static bool reply_take(llmr_http_reply *r, unsigned status, const char *content_type,
+                       struct MHD_Response *resp)
+{
+    for (size_t i = 0; i < r->n_headers; i++) {
+        if (MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value) != MHD_YES)
+            goto fail;
+    }
+    if (content_type && !MHD_get_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE) &&
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) != MHD_YES)
+        goto fail;
+    r->response = resp;
+    r->status = status;
+    return true;
+fail:
+    llmr_log_warn(COMPONENT, "a response header was refused");
+    return false;
+}
+
+void llmr_http_reply_text(llmr_http_reply *r, unsigned status, const char *content_type,
+                          const char *body, size_t len)
+{
+    if (!reply_unused(r))
+        return;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
+    if (!resp)
+        return; /* out of memory: the server answers 500 */
+    if (!reply_take(r, status, content_type ? content_type : "text/plain; charset=utf-8", resp))
+        MHD_destroy_response(resp);
+}
+
+void llmr_http_reply_json(llmr_http_reply *r, unsigned status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (text)
+        llmr_http_reply_text(r, status, "application/json", text, strlen(text));
+    free(text);
+}
+
+void llmr_http_reply_error(llmr_http_reply *r, unsigned status, const char *type,
+                           const char *param, const char *code, const char *message)
+{
+    json_t *body = json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message",
+                             message ? message : "", "type", type ? type : "server_error",
+                             "param", param, "code", code);
+    llmr_http_reply_json(r, status, body);
+}
+
+llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
+                                         const char *content_type,
+                                         llmr_http_close_fn on_close, void *user)
+{
+    if (!reply_unused(r))
+        return NULL;
+    if (!content_type)
+        content_type = "application/octet-stream";
+    llmr_http_stream *s;
+    struct MHD_Response *resp = llmr_http_stream_open(r->conn, r->stopping, on_close, user, &s);
+    if (!resp)
+        return NULL;
+    /* Event streams must reach the client as they are written: no caches, and no
+     * buffering in a proxy (nginx reads X-Accel-Buffering). */
+    bool sse = strncmp(content_type, "text/event-stream", 17) == 0;
+    if ((sse && (MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache") !=
+                     MHD_YES ||
+                 MHD_add_response_header(resp, "X-Accel-Buffering", "no") != MHD_YES)) ||
+        !reply_take(r, status, content_type, resp)) {
+        /* Ended first, so that releasing the response does not run on_close: the
+         * handler learns of the failure from the NULL. */
+        llmr_http_stream_end(s);
+        MHD_destroy_response(resp);
+        return NULL;
+    }
+    return s;
+}
+
+static void reply_clear(llmr_http_reply *r)
+{
+    for (size_t i = 0; i < r->n_headers; i++) {
+        free(r->headers[i].name);
+        free(r->headers[i].value);
+    }
+    free(r->headers);
+}
+
+/* ---- requests ---------------------------------------------------------------------- */
+
+/* Queues r's response (a server error when there is none) and lets go of it. */
+static enum MHD_Result send_reply(struct MHD_Connection *conn, llmr_http_reply *r)
+{
+    if (!r->response)
+        return MHD_NO; /* not even the error could be made: close the connection */
+    enum MHD_Result ret = MHD_queue_response(conn, r->status, r->response);
+    if (ret != MHD_YES)
+        llmr_log_warn(COMPONENT, "could not queue a %u response", r->status);
+    /* The connection holds its own reference; a stream's response that was not
+     * queued is released here, which runs its on_close. */
+    MHD_destroy_response(r->response);
+    r->response = NULL;
+    return ret;
+}
+
+/* A response made by the server itself, without the handler: an error object. */
+static enum MHD_Result send_error(llmr_http_server *srv, struct MHD_Connection *conn,
+                                  unsigned status, const char *type, const char *code,
+                                  const char *message)
+{
+    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping};
+    llmr_http_reply_error(&r, status, type, NULL, code, message);
+    enum MHD_Result ret = send_reply(conn, &r);
+    reply_clear(&r);
+    return ret;
+}
+
+static enum MHD_Result send_too_large(llmr_http_server *srv, struct MHD_Connection *conn)
+{
+    char message[128];
+    snprintf(message, sizeof message,
+             "the request body is larger than the limit of %zu bytes", srv->max_body);
+    return send_error(srv, conn, 413, "invalid_request_error", "request_too_large", message);
+}
+
+/* The body's declared length (Content-Length); UINT64_MAX when there is none. */
+static uint64_t declared_length(struct MHD_Connection *conn)
+{
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return UINT64_MAX;
+    errno = 0;
+    char *end;
+    unsigned long long n = strtoull(cl, &end, 10);
+    if (end == cl || *end != '\0')
+        return UINT64_MAX; /* libmicrohttpd itself refuses a malformed length */
+    return errno == ERANGE ? UINT64_MAX - 1 : (uint64_t)n;
+}
+
+/* The client waits for "100 Continue" before it sends the body. */
+static bool expects_continue(struct MHD_Connection *conn)
+{
+    const char *e = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return e && strcasecmp(e, "100-continue") == 0;
+}
+
+/* A body of this many bytes is too long even to be read and dropped. */
+static bool past_drain_limit(const llmr_http_server *srv, uint64_t len)
+{
+    return len > srv->max_body && len - srv->max_body > DRAIN_LIMIT;
+}
+
+/* Keeps a piece of the body, or drops it once the body is over max_body. */
+static void take_body(llmr_http_server *srv, request_ctx *rq, const char *data, size_t n)
+{
+    rq->seen += n;
+    if (!rq->too_large && n > srv->max_body - rq->body.len) {
+        rq->too_large = true;
+        llmr_strbuf_free(&rq->body);
+    }
+    if (!rq->too_large)
+        llmr_strbuf_append(&rq->body, data, n);
+}
+
+/* The whole request is in: the handler answers it. */
+static enum MHD_Result answer(llmr_http_server *srv, request_ctx *rq,
+                              struct MHD_Connection *conn, const char *url, const char *method)
+{
+    if (llmr_strbuf_failed(&rq->body))
+        return send_error(srv, conn, 500, "server_error", "internal_error",
+                          "out of memory reading the request body");
+    llmr_http_request req = {
+        .method = method,
+        .path = url,
+        .query = rq->query,
+        .body = llmr_strbuf_cstr(&rq->body),
+        .body_len = rq->body.len,
+        .remote = rq->remote,
+        .conn = conn,
+    };
+    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping};
+    srv->handler(srv->user, &req, &r);
+    if (!r.response) {
+        llmr_log_warn(COMPONENT, "%s %s: the handler did not reply", method, url);
+        llmr_http_reply_error(&r, 500, "server_error", NULL, "internal_error",
+                              "the server did not answer the request");
+    }
+    enum MHD_Result ret = send_reply(conn, &r);
+    reply_clear(&r);
+    return ret;
+}
+
+/* libmicrohttpd's access handler: called when the headers are in, for each piece of
+ * the body, and once more when the body is complete. */
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    llmr_http_server *srv = cls;
+    request_ctx *rq = *con_cls;
+    (void)version;
+    if (!rq)
+        return MHD_NO; /* its context could not be allocated */
+    if (!rq->started) {
+        rq->started = true;
+        uint64_t len = declared_length(conn);
+        if (len != UINT64_MAX && len > srv->max_body) {
+            if (expects_continue(conn) || past_drain_limit(srv, len))
+                return send_too_large(srv, conn);
+            rq->too_large = true; /* read it, drop it, then answer */
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        take_body(srv, rq, upload_data, *upload_size);
+        *upload_size = 0;
+        return past_drain_limit(srv, rq->seen) ? MHD_NO : MHD_YES;
+    }
+    if (rq->too_large)
+        return send_too_large(srv, conn);
+    return answer(srv, rq, conn, url, method);
+}
+
+/* The request line arrived: uri is the raw target, query included. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    request_ctx *rq = calloc(1, sizeof *rq);
+    if (!rq)
+        return NULL;
+    const char *q = uri ? strchr(uri, '?') : NULL;
+    rq->query = strdup(q ? q + 1 : "");
+    if (!rq->query) {
+        free(rq);
+        return NULL;
+    }
+    llmr_strbuf_init(&rq->body);
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+                  rq->remote, sizeof rq->remote);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                  rq->remote, sizeof rq->remote);
+    return rq;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    request_ctx *rq = *con_cls;
+    if (!rq)
+        return;
+    llmr_strbuf_free(&rq->body);
+    free(rq->query);
+    free(rq);
+    *con_cls = NULL;
+}
+
+/* libmicrohttpd's own messages (a client that sent garbage, a full connection table):
+ * for debugging only, since a misbehaving client is not the server's problem. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (llmr_log_get_level() > LLMR_LOG_DEBUG)
+        return;
+    llmr_strbuf sb = LLMR_STRBUF_INIT;
+    llmr_strbuf_vprintf(&sb, fmt, ap);
+    while (sb.len && (sb.data[sb.len - 1] == '\n' || sb.data[sb.len - 1] == '\r'))
+        sb.data[--sb.len] = '\0';
+    llmr_log_debug(COMPONENT, "%s", llmr_strbuf_cstr(&sb));
+    llmr_strbuf_free(&sb);
+}
+
+/* ---- the server -------------------------------------------------------------------- */
+
+/* Why binding host:port fails, found by trying it (libmicrohttpd does not say):
+ * errno of the failed bind, or 0 when a bind works now. */
+static int bind_errno(const struct sockaddr *sa, socklen_t len)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int e = bind(fd, sa, len) == 0 ? 0 : errno;
+    close(fd);
+    return e;
+}
+
+/* host as a socket address with port set (numeric addresses and names alike). */
+static bool resolve(const char *host, unsigned port, struct sockaddr_storage *out,
+                    socklen_t *len, llmr_strbuf *err)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || !res) {
+        llmr_strbuf_printf(err, "cannot listen on %s: %s", host,
+                           rc ? gai_strerror(rc) : "no address");
+        return false;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    if (out->ss_family == AF_INET)
+        ((struct sockaddr_in *)(void *)out)->sin_port = htons((uint16_t)port);
+    else if (out->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)(void *)out)->sin6_port = htons((uint16_t)port);
+    else {
+        llmr_strbuf_printf(err, "cannot listen on %s: not an IP address", host);
+        return false;
+    }
+    return true;
+}
+
+llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_server **out,
+                                   llmr_strbuf *err)
+{
+    *out = NULL;
+    if (!o || !o->handler) {
+        llmr_strbuf_puts(err, "the HTTP server needs a handler");
+        return LLMR_INVALID_ARGUMENT;
+    }
+    const char *host = o->host && *o->host ? o->host : "127.0.0.1";
+    if (o->port > 65535) {
+        llmr_strbuf_printf(err, "cannot listen on %s:%u: not a TCP port", host, o->port);
+        return LLMR_INVALID_ARGUMENT;
+    }
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    if (!resolve(host, o->port, &addr, &addr_len, err))
+        return LLMR_INVALID_ARGUMENT;
+
+    llmr_http_server *srv = calloc(1, sizeof *srv);
+    if (!srv) {
+        llmr_strbuf_puts(err, "out of memory starting the HTTP server");
+        return LLMR_OOM_RAM;
+    }
+    srv->handler = o->handler;
+    srv->user = o->user;
+    srv->max_body = o->max_body ? o->max_body : (size_t)8 << 20;
+    atomic_init(&srv->stopping, false);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ERROR_LOG;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_DUAL_STACK; /* "::" takes IPv4 clients too */
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)o->port, NULL, NULL, on_access, srv,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(o->max_connections ? o->max_connections : 256),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->timeout_s ? o->timeout_s : 120),
+        MHD_OPTION_URI_LOG_CALLBACK, on_request_line, (void *)srv,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)srv,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)srv,
+        MHD_OPTION_END);
+    if (!srv->daemon) {
+        int e = bind_errno((const struct sockaddr *)&addr, addr_len);
+        const char *fmt = addr.ss_family == AF_INET6 ? "cannot listen on [%s]:%u: %s"
+                                                    : "cannot listen on %s:%u: %s";
+        llmr_strbuf_printf(err, fmt, host, o->port,
+                           e ? strerror(e) : "the HTTP server could not start");
+        free(srv);
+        return e ? LLMR_IO : LLMR_INTERNAL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info && info->port ? info->port : o->port;
+    *out = srv;
+    return LLMR_OK;
+}
+
+unsigned llmr_http_server_port(const llmr_http_server *s)
+{
+    return s ? s->port : 0;
+}
+
+void llmr_http_server_stop(llmr_http_server *s)
+{
+    if (!s)
+        return;
+    /* Readers waiting for stream bytes give up within LLMR_HTTP_STREAM_POLL_MS, so
+     * their connections close and their streams see on_close before this returns. */
+    atomic_store(&s->stopping, true);
+    MHD_stop_daemon(s->daemon);
+    free(s);
+}

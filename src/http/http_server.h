@@ -14,6 +14,10 @@
  *     ends.  When the client goes away first, on_close runs (once, on the server's
  *     thread) and later writes return false; the stream must still be ended.
  *
+ * The reply functions are called from the handler, before it returns.  A second
+ * reply to one request is ignored (with a warning).  llmr_http_server_stop waits for
+ * handlers that are running to return.
+ *
  * Errors the server answers itself (413, a handler that did not reply: 500) carry an
  * OpenAI-style body: {"error": {"message", "type", "param", "code"}}. */
 #ifndef LLMR_HTTP_HTTP_SERVER_H
@@ -80,14 +84,23 @@ void llmr_http_reply_error(llmr_http_reply *r, unsigned status, const char *type
 
 typedef void (*llmr_http_close_fn)(void *user);
 /* Starts a streamed response with this status and content type ("text/event-stream"
- * adds Cache-Control: no-cache).  on_close(user) runs when the client goes away
- * before the stream ends. */
+ * adds Cache-Control: no-cache and X-Accel-Buffering: no).  on_close(user) runs when
+ * the client goes away before the stream ends: at most once, never after
+ * llmr_http_stream_end was called, on a server thread (during llmr_http_server_stop
+ * possibly on the thread that stops).  A client that hangs up is noticed within about
+ * 100 ms even while nothing is written.  NULL when out of memory or when the handler
+ * already replied; on_close never runs then. */
 llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
                                          const char *content_type,
                                          llmr_http_close_fn on_close, void *user);
-/* Queues bytes to send (copied); false once the client has gone. Any thread. */
+/* Queues bytes to send (copied); false once the client has gone (or the server
+ * stops).  Any thread; never blocks on the client: the queue grows while the client
+ * is slower than the writer. */
 bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len);
-/* Ends the stream after what was queued; s is not used after.  Any thread, once. */
+/* Ends the stream after what was queued; s is not used after.  Any thread, once.
+ * When on_close is running on another thread it waits for it to return (so user
+ * stays valid while on_close uses it): on_close must not wait for the thread that
+ * ends the stream.  on_close itself may call it. */
 void llmr_http_stream_end(llmr_http_stream *s);
 
 #endif

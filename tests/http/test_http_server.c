@@ -1,2 +1,753 @@
-/* placeholder until written: skipped */
-int main(void) { return 77; }
+/* Tests of the HTTP server, with libcurl as the client against a server on
+ * 127.0.0.1 and a port it picks: whole requests and replies, the body limit (413,
+ * declared and streamed), a handler that does not reply, streamed responses written
+ * from another thread, clients that leave mid-stream, stopping with a stream open,
+ * and an address in use. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "check.h"
+#include "common/strbuf.h"
+#include "http/http_server.h"
+
+#define WAIT_MS 5000 /* how long a test waits for something that should happen */
+
+/* ---- the server's side: one handler, state shared with the tests ------------------ */
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int handled;               /* handler calls */
+    llmr_http_stream *stream;  /* the last stream /stream started */
+    int closes;                /* on_close calls */
+    bool end_in_close;         /* on_close ends the stream itself */
+    size_t received;           /* stream bytes the client got */
+    int pieces;                /* client write callbacks with stream bytes */
+    bool abort_after_first;    /* the client hangs up after its first bytes */
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void reset_state(void)
+{
+    pthread_mutex_lock(&g.lock);
+    g.handled = 0;
+    g.stream = NULL;
+    g.closes = 0;
+    g.end_in_close = false;
+    g.received = 0;
+    g.pieces = 0;
+    g.abort_after_first = false;
+    pthread_mutex_unlock(&g.lock);
+}
+
+static void on_stream_close(void *user)
+{
+    (void)user;
+    pthread_mutex_lock(&g.lock);
+    g.closes++;
+    llmr_http_stream *s = g.end_in_close ? g.stream : NULL;
+    if (s)
+        g.stream = NULL;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    if (s)
+        llmr_http_stream_end(s);
+}
+
+static void handler(void *user, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    (void)user;
+    pthread_mutex_lock(&g.lock);
+    g.handled++;
+    pthread_mutex_unlock(&g.lock);
+    if (strcmp(req->path, "/noreply") == 0)
+        return;
+    if (strcmp(req->path, "/text") == 0) {
+        llmr_http_reply_text(reply, 201, "text/plain", "made", 4);
+        return;
+    }
+    if (strcmp(req->path, "/stream") == 0) {
+        llmr_http_reply_header(reply, "X-Stream", "1");
+        llmr_http_stream *s = llmr_http_reply_stream(reply, 200, "text/event-stream",
+                                                     on_stream_close, NULL);
+        pthread_mutex_lock(&g.lock);
+        g.stream = s;
+        pthread_cond_broadcast(&g.cond);
+        pthread_mutex_unlock(&g.lock);
+        return;
+    }
+    /* Anything else: the request echoed back as JSON. */
+    const char *h = llmr_http_request_header(req, "x-test");
+    json_t *echo = json_pack("{s:s, s:s, s:s, s:s%, s:I, s:s?, s:s}", "method", req->method,
+                             "path", req->path, "query", req->query, "body", req->body,
+                             req->body_len, "body_len", (json_int_t)req->body_len, "x_test", h,
+                             "remote", req->remote);
+    llmr_http_reply_header(reply, "X-Reply", "yes");
+    llmr_http_reply_json(reply, 200, echo);
+}
+
+static llmr_http_server *start_server(size_t max_body)
+{
+    llmr_http_server_options o;
+    llmr_http_server_options_default(&o);
+    o.host = "127.0.0.1";
+    o.port = 0;
+    if (max_body)
+        o.max_body = max_body;
+    o.handler = handler;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_http_server *s = NULL;
+    llmr_status st = llmr_http_server_start(&o, &s, &err);
+    if (st != LLMR_OK)
+        llmr_test_fail(__FILE__, __LINE__, "server start: %s", llmr_strbuf_cstr(&err));
+    llmr_strbuf_free(&err);
+    return s;
+}
+
+/* Waits (up to WAIT_MS) until *flag reaches at least want; g.lock is held. */
+static bool wait_count_locked(const int *flag, int want)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_MS / 1000;
+    while (*flag < want) {
+        if (pthread_cond_timedwait(&g.cond, &g.lock, &until) != 0)
+            return *flag >= want;
+    }
+    return true;
+}
+
+static bool wait_received(size_t want)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_MS / 1000;
+    pthread_mutex_lock(&g.lock);
+    while (g.received < want && pthread_cond_timedwait(&g.cond, &g.lock, &until) == 0) {
+    }
+    bool ok = g.received >= want;
+    pthread_mutex_unlock(&g.lock);
+    return ok;
+}
+
+static llmr_http_stream *wait_stream(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_MS / 1000;
+    pthread_mutex_lock(&g.lock);
+    while (!g.stream && pthread_cond_timedwait(&g.cond, &g.lock, &until) == 0) {
+    }
+    llmr_http_stream *s = g.stream;
+    pthread_mutex_unlock(&g.lock);
+    return s;
+}
+
+static int closes_now(void)
+{
+    pthread_mutex_lock(&g.lock);
+    int n = g.closes;
+    pthread_mutex_unlock(&g.lock);
+    return n;
+}
+
+static bool wait_closes(int want)
+{
+    pthread_mutex_lock(&g.lock);
+    bool ok = wait_count_locked(&g.closes, want);
+    pthread_mutex_unlock(&g.lock);
+    return ok;
+}
+
+static int handled_now(void)
+{
+    pthread_mutex_lock(&g.lock);
+    int n = g.handled;
+    pthread_mutex_unlock(&g.lock);
+    return n;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* ---- the client: libcurl -------------------------------------------------------- */
+
+enum { CHUNKED = 1, NO_EXPECT = 2, EXPECT = 4, STREAMING = 8 };
+
+typedef struct fetch_result {
+    CURLcode rc;
+    long status;
+    llmr_strbuf body;
+    llmr_strbuf headers;
+} fetch_result;
+
+typedef struct upload {
+    const char *data;
+    size_t len, off;
+} upload;
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+    llmr_strbuf_append(ctx, p, size * n);
+    return size * n;
+}
+
+/* A streaming client's body callback: counts what arrived, for the producer. */
+static size_t on_stream_body(char *p, size_t size, size_t n, void *ctx)
+{
+    llmr_strbuf_append(ctx, p, size * n);
+    pthread_mutex_lock(&g.lock);
+    g.received += size * n;
+    g.pieces++;
+    bool hang_up = g.abort_after_first;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    return hang_up ? 0 : size * n;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+    llmr_strbuf_append(ctx, p, size * n);
+    return size * n;
+}
+
+/* In pieces of at most 1000 bytes, so a chunked upload has several chunks. */
+static size_t on_upload(char *p, size_t size, size_t n, void *ctx)
+{
+    upload *u = ctx;
+    size_t room = size * n, left = u->len - u->off;
+    size_t k = left < room ? left : room;
+    if (k > 1000)
+        k = 1000;
+    memcpy(p, u->data + u->off, k);
+    u->off += k;
+    return k;
+}
+
+static void fetch(CURL *reuse, unsigned port, const char *method, const char *path,
+                  const char *body, size_t len, unsigned flags, const char *header,
+                  fetch_result *out)
+{
+    memset(out, 0, sizeof *out);
+    CURL *c = reuse ? reuse : curl_easy_init();
+    char url[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, (flags & STREAMING) ? on_stream_body : on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &out->body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &out->headers);
+    struct curl_slist *hs = NULL;
+    if (header)
+        hs = curl_slist_append(hs, header);
+    if (flags & NO_EXPECT)
+        hs = curl_slist_append(hs, "Expect:");
+    if (flags & EXPECT)
+        hs = curl_slist_append(hs, "Expect: 100-continue");
+    upload up = {body, len, 0};
+    if (body && (flags & CHUNKED)) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+        curl_easy_setopt(c, CURLOPT_READDATA, &up);
+        hs = curl_slist_append(hs, "Transfer-Encoding: chunked");
+    } else if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+    out->rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(hs);
+    if (!reuse)
+        curl_easy_cleanup(c);
+}
+
+static void fetch_free(fetch_result *r)
+{
+    llmr_strbuf_free(&r->body);
+    llmr_strbuf_free(&r->headers);
+}
+
+/* A response header's value (the last one of that name), copied into buf. */
+static const char *header_of(const fetch_result *r, const char *name, char *buf, size_t cap)
+{
+    const char *p = llmr_strbuf_cstr(&r->headers);
+    const char *found = NULL;
+    size_t n = strlen(name);
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t line = eol ? (size_t)(eol - p) : strlen(p);
+        if (line > n && strncasecmp(p, name, n) == 0 && p[n] == ':') {
+            const char *v = p + n + 1;
+            while (*v == ' ')
+                v++;
+            size_t vl = (size_t)(p + line - v);
+            while (vl && (v[vl - 1] == '\r' || v[vl - 1] == ' '))
+                vl--;
+            if (vl >= cap)
+                vl = cap - 1;
+            memcpy(buf, v, vl);
+            buf[vl] = '\0';
+            found = buf;
+        }
+        p += line + (eol ? 1 : 0);
+    }
+    return found;
+}
+
+static json_t *body_json(const fetch_result *r)
+{
+    return json_loadb(r->body.data ? r->body.data : "", r->body.len, JSON_ALLOW_NUL, NULL);
+}
+
+static const char *jstr(json_t *obj, const char *path1, const char *path2)
+{
+    json_t *v = json_object_get(obj, path1);
+    if (path2)
+        v = json_object_get(v, path2);
+    return json_string_value(v);
+}
+
+/* Checks an OpenAI-style error body with this status, type and code. */
+static void check_error(const fetch_result *r, long status, const char *type, const char *code)
+{
+    CHECK_EQ_INT(r->rc, CURLE_OK);
+    CHECK_EQ_INT(r->status, status);
+    char ct[128];
+    CHECK_EQ_STR(header_of(r, "Content-Type", ct, sizeof ct), "application/json");
+    json_t *j = body_json(r);
+    CHECK(j != NULL);
+    CHECK_EQ_STR(jstr(j, "error", "type"), type);
+    CHECK_EQ_STR(jstr(j, "error", "code"), code);
+    CHECK(json_is_string(json_object_get(json_object_get(j, "error"), "message")));
+    CHECK(json_is_null(json_object_get(json_object_get(j, "error"), "param")));
+    json_decref(j);
+}
+
+/* The server answers a plain request (after something that may have hurt it). */
+static void check_still_serving(unsigned port)
+{
+    fetch_result r;
+    fetch(NULL, port, "GET", "/alive", NULL, 0, 0, NULL, &r);
+    CHECK_EQ_INT(r.rc, CURLE_OK);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *j = body_json(&r);
+    CHECK_EQ_STR(jstr(j, "path", NULL), "/alive");
+    json_decref(j);
+    fetch_free(&r);
+}
+
+/* ---- whole requests --------------------------------------------------------------- */
+
+TEST(post_json_round_trip_with_body_query_and_headers)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    unsigned port = llmr_http_server_port(srv);
+    CHECK(port > 0);
+    CURL *c = curl_easy_init();
+    const char *body = "{\"model\":\"m\",\"x\":[1,2,3]}";
+    fetch_result r;
+    fetch(c, port, "POST", "/v1/chat/completions?stream=true&a=b%20c", body, strlen(body), 0,
+          "X-Test: hello there", &r);
+    CHECK_EQ_INT(r.rc, CURLE_OK);
+    CHECK_EQ_INT(r.status, 200);
+    char buf[128];
+    CHECK_EQ_STR(header_of(&r, "content-type", buf, sizeof buf), "application/json");
+    CHECK_EQ_STR(header_of(&r, "X-Reply", buf, sizeof buf), "yes");
+    json_t *j = body_json(&r);
+    CHECK(j != NULL);
+    CHECK_EQ_STR(jstr(j, "method", NULL), "POST");
+    CHECK_EQ_STR(jstr(j, "path", NULL), "/v1/chat/completions");
+    CHECK_EQ_STR(jstr(j, "query", NULL), "stream=true&a=b%20c");
+    CHECK_EQ_STR(jstr(j, "body", NULL), body);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "body_len")), strlen(body));
+    CHECK_EQ_STR(jstr(j, "x_test", NULL), "hello there");
+    CHECK_EQ_STR(jstr(j, "remote", NULL), "127.0.0.1");
+    json_decref(j);
+    fetch_free(&r);
+
+    /* The same connection again: a GET with no body, no query, no such header. */
+    fetch(c, port, "GET", "/v1/models", NULL, 0, 0, NULL, &r);
+    CHECK_EQ_INT(r.status, 200);
+    j = body_json(&r);
+    CHECK_EQ_STR(jstr(j, "method", NULL), "GET");
+    CHECK_EQ_STR(jstr(j, "path", NULL), "/v1/models");
+    CHECK_EQ_STR(jstr(j, "query", NULL), "");
+    CHECK_EQ_STR(jstr(j, "body", NULL), "");
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "body_len")), 0);
+    CHECK(json_is_null(json_object_get(j, "x_test")));
+    json_decref(j);
+    fetch_free(&r);
+    curl_easy_cleanup(c);
+
+    /* A text reply keeps its status and type. */
+    fetch(NULL, port, "GET", "/text", NULL, 0, 0, NULL, &r);
+    CHECK_EQ_INT(r.status, 201);
+    CHECK_EQ_STR(header_of(&r, "Content-Type", buf, sizeof buf), "text/plain");
+    CHECK_EQ_STR(llmr_strbuf_cstr(&r.body), "made");
+    fetch_free(&r);
+    CHECK_EQ_INT(handled_now(), 3);
+    llmr_http_server_stop(srv);
+}
+
+TEST(path_is_decoded_and_query_split_off_raw)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    unsigned port = llmr_http_server_port(srv);
+    fetch_result r;
+    fetch(NULL, port, "GET", "/a%20b/c%2Bd+e?x=%2F&y=1+2&z", NULL, 0, 0, NULL, &r);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *j = body_json(&r);
+    CHECK_EQ_STR(jstr(j, "path", NULL), "/a b/c+d+e");
+    CHECK_EQ_STR(jstr(j, "query", NULL), "x=%2F&y=1+2&z");
+    json_decref(j);
+    fetch_free(&r);
+    /* An empty query after '?' is "" too. */
+    fetch(NULL, port, "DELETE", "/x?", NULL, 0, 0, NULL, &r);
+    j = body_json(&r);
+    CHECK_EQ_STR(jstr(j, "method", NULL), "DELETE");
+    CHECK_EQ_STR(jstr(j, "path", NULL), "/x");
+    CHECK_EQ_STR(jstr(j, "query", NULL), "");
+    json_decref(j);
+    fetch_free(&r);
+    llmr_http_server_stop(srv);
+}
+
+TEST(body_with_nul_bytes_arrives_whole)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    char body[300];
+    for (size_t i = 0; i < sizeof body; i++)
+        body[i] = (char)('a' + i % 26);
+    body[10] = '\0';
+    fetch_result r;
+    fetch(NULL, llmr_http_server_port(srv), "POST", "/bin", body, sizeof body, 0, NULL, &r);
+    json_t *j = body_json(&r);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "body_len")), sizeof body);
+    CHECK_EQ_INT(json_string_length(json_object_get(j, "body")), sizeof body);
+    const char *got = json_string_value(json_object_get(j, "body"));
+    CHECK(got && memcmp(got, body, sizeof body) == 0);
+    json_decref(j);
+    fetch_free(&r);
+    llmr_http_server_stop(srv);
+}
+
+/* ---- the body limit ------------------------------------------------------------ */
+
+TEST(body_over_the_limit_by_content_length_is_413)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(1024);
+    unsigned port = llmr_http_server_port(srv);
+    size_t big = 3u << 20;
+    char *body = malloc(big);
+    memset(body, 'x', big);
+    /* Small and large, with and without Expect: 100-continue. */
+    size_t sizes[] = {1025, 5000, big};
+    unsigned modes[] = {NO_EXPECT, EXPECT};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        for (size_t m = 0; m < 2; m++) {
+            fetch_result r;
+            fetch(NULL, port, "POST", "/v1/completions", body, sizes[i], modes[m], NULL, &r);
+            check_error(&r, 413, "invalid_request_error", "request_too_large");
+            CHECK_CONTAINS(llmr_strbuf_cstr(&r.body), "1024 bytes");
+            fetch_free(&r);
+        }
+    }
+    CHECK_EQ_INT(handled_now(), 0);
+    /* Exactly the limit is fine. */
+    fetch_result r;
+    fetch(NULL, port, "POST", "/exact", body, 1024, 0, NULL, &r);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *j = body_json(&r);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "body_len")), 1024);
+    json_decref(j);
+    fetch_free(&r);
+    CHECK_EQ_INT(handled_now(), 1);
+    check_still_serving(port);
+    free(body);
+    llmr_http_server_stop(srv);
+}
+
+TEST(chunked_body_over_the_limit_is_413)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(1024);
+    unsigned port = llmr_http_server_port(srv);
+    char body[8192];
+    memset(body, 'y', sizeof body);
+    fetch_result r;
+    fetch(NULL, port, "POST", "/v1/completions", body, sizeof body, CHUNKED, NULL, &r);
+    check_error(&r, 413, "invalid_request_error", "request_too_large");
+    fetch_free(&r);
+    CHECK_EQ_INT(handled_now(), 0);
+    /* A chunked body within the limit gets through whole. */
+    fetch(NULL, port, "POST", "/chunked", body, 1024, CHUNKED, NULL, &r);
+    CHECK_EQ_INT(r.status, 200);
+    json_t *j = body_json(&r);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "body_len")), 1024);
+    json_decref(j);
+    fetch_free(&r);
+    CHECK_EQ_INT(handled_now(), 1);
+    check_still_serving(port);
+    llmr_http_server_stop(srv);
+}
+
+TEST(handler_that_does_not_reply_gets_500_json)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    fetch_result r;
+    fetch(NULL, llmr_http_server_port(srv), "POST", "/noreply", "{}", 2, 0, NULL, &r);
+    check_error(&r, 500, "server_error", "internal_error");
+    fetch_free(&r);
+    CHECK_EQ_INT(handled_now(), 1);
+    check_still_serving(llmr_http_server_port(srv));
+    llmr_http_server_stop(srv);
+}
+
+/* ---- streams ----------------------------------------------------------------------- */
+
+typedef struct client_job {
+    unsigned port;
+    fetch_result r;
+    pthread_t thread;
+} client_job;
+
+static void *client_main(void *arg)
+{
+    client_job *job = arg;
+    fetch(NULL, job->port, "POST", "/stream", "{}", 2, STREAMING, NULL, &job->r);
+    return NULL;
+}
+
+static void client_start(client_job *job, unsigned port)
+{
+    memset(job, 0, sizeof *job);
+    job->port = port;
+    pthread_create(&job->thread, NULL, client_main, job);
+}
+
+TEST(stream_written_from_another_thread_arrives_in_order)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    client_job job;
+    client_start(&job, llmr_http_server_port(srv));
+    llmr_http_stream *s = wait_stream();
+    CHECK(s != NULL);
+    const char *pieces[] = {"data: {\"n\":1}\n\n", "data: {\"n\":2}\n\n", "data: {\"n\":3}\n\n",
+                            "data: [DONE]\n\n"};
+    llmr_strbuf want = LLMR_STRBUF_INIT;
+    for (size_t i = 0; s && i < 4; i++) {
+        CHECK(llmr_http_stream_write(s, pieces[i], strlen(pieces[i])));
+        llmr_strbuf_puts(&want, pieces[i]);
+        /* Each piece reaches the client before the next is written: nothing waits
+         * in a buffer for more. */
+        CHECK(wait_received(want.len));
+    }
+    llmr_http_stream_end(s);
+    pthread_join(job.thread, NULL);
+    CHECK_EQ_INT(job.r.rc, CURLE_OK);
+    CHECK_EQ_INT(job.r.status, 200);
+    CHECK_EQ_STR(llmr_strbuf_cstr(&job.r.body), llmr_strbuf_cstr(&want));
+    CHECK(g.pieces >= 4);
+    char buf[128];
+    CHECK_EQ_STR(header_of(&job.r, "Content-Type", buf, sizeof buf), "text/event-stream");
+    CHECK_EQ_STR(header_of(&job.r, "Cache-Control", buf, sizeof buf), "no-cache");
+    CHECK_EQ_STR(header_of(&job.r, "X-Accel-Buffering", buf, sizeof buf), "no");
+    CHECK_EQ_STR(header_of(&job.r, "X-Stream", buf, sizeof buf), "1");
+    fetch_free(&job.r);
+    llmr_strbuf_free(&want);
+    /* Ended normally: on_close never ran. */
+    sleep_ms(200);
+    CHECK_EQ_INT(closes_now(), 0);
+    llmr_http_server_stop(srv);
+    CHECK_EQ_INT(closes_now(), 0);
+}
+
+TEST(stream_written_at_once_then_ended_arrives_whole)
+{
+    /* A large stream written and ended at once: the queue is drained after end. */
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    client_job job;
+    client_start(&job, llmr_http_server_port(srv));
+    llmr_http_stream *s = wait_stream();
+    CHECK(s != NULL);
+    size_t n = 1u << 20;
+    char *big = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)('0' + i % 10);
+    for (size_t off = 0; s && off < n; off += 1000)
+        CHECK(llmr_http_stream_write(s, big + off, off + 1000 <= n ? 1000 : n - off));
+    llmr_http_stream_end(s);
+    pthread_join(job.thread, NULL);
+    CHECK_EQ_INT(job.r.rc, CURLE_OK);
+    CHECK_EQ_INT(job.r.body.len, n);
+    CHECK(job.r.body.len == n && memcmp(job.r.body.data, big, n) == 0);
+    fetch_free(&job.r);
+    free(big);
+    CHECK_EQ_INT(closes_now(), 0);
+    llmr_http_server_stop(srv);
+}
+
+/* The client hangs up after the first piece; end_in_close: on_close ends it. */
+static void client_leaves_mid_stream(bool end_in_close)
+{
+    reset_state();
+    pthread_mutex_lock(&g.lock);
+    g.abort_after_first = true;
+    g.end_in_close = end_in_close;
+    pthread_mutex_unlock(&g.lock);
+    llmr_http_server *srv = start_server(0);
+    client_job job;
+    client_start(&job, llmr_http_server_port(srv));
+    llmr_http_stream *s = wait_stream();
+    CHECK(s != NULL);
+    if (!s) {
+        pthread_join(job.thread, NULL);
+        llmr_http_server_stop(srv);
+        return;
+    }
+    CHECK(llmr_http_stream_write(s, "data: 1\n\n", 9));
+    pthread_join(job.thread, NULL);
+    CHECK_EQ_INT(job.r.rc, CURLE_WRITE_ERROR);
+    fetch_free(&job.r);
+    /* Noticed while the producer is silent. */
+    CHECK(wait_closes(1));
+    if (!end_in_close) {
+        CHECK(!llmr_http_stream_write(s, "data: 2\n\n", 9));
+        CHECK(!llmr_http_stream_write(s, "data: 3\n\n", 9));
+        llmr_http_stream_end(s);
+    }
+    sleep_ms(300);
+    CHECK_EQ_INT(closes_now(), 1);
+    check_still_serving(llmr_http_server_port(srv));
+    llmr_http_server_stop(srv);
+    CHECK_EQ_INT(closes_now(), 1);
+}
+
+TEST(client_leaving_mid_stream_runs_on_close_once)
+{
+    client_leaves_mid_stream(false);
+}
+
+TEST(on_close_may_end_the_stream_itself)
+{
+    client_leaves_mid_stream(true);
+}
+
+TEST(stop_with_a_stream_open_closes_it)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    client_job job;
+    client_start(&job, llmr_http_server_port(srv));
+    llmr_http_stream *s = wait_stream();
+    CHECK(s != NULL);
+    if (!s) {
+        pthread_join(job.thread, NULL);
+        llmr_http_server_stop(srv);
+        return;
+    }
+    CHECK(llmr_http_stream_write(s, "data: 1\n\n", 9));
+    CHECK(wait_received(9));
+    CHECK_EQ_INT(closes_now(), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    llmr_http_server_stop(srv);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(took < 2.0);
+    /* on_close ran before stop returned; the producer's writes now fail. */
+    CHECK_EQ_INT(closes_now(), 1);
+    CHECK(!llmr_http_stream_write(s, "data: 2\n\n", 9));
+    llmr_http_stream_end(s);
+    pthread_join(job.thread, NULL);
+    CHECK(job.r.rc != CURLE_OK); /* the chunked body never ended */
+    CHECK_EQ_STR(llmr_strbuf_cstr(&job.r.body), "data: 1\n\n");
+    fetch_free(&job.r);
+    CHECK_EQ_INT(closes_now(), 1);
+}
+
+/* ---- the listening socket -------------------------------------------------------- */
+
+TEST(address_in_use_names_host_and_port)
+{
+    reset_state();
+    llmr_http_server *a = start_server(0);
+    unsigned port = llmr_http_server_port(a);
+    llmr_http_server_options o;
+    llmr_http_server_options_default(&o);
+    o.host = "127.0.0.1";
+    o.port = port;
+    o.handler = handler;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_http_server *b = NULL;
+    llmr_status st = llmr_http_server_start(&o, &b, &err);
+    CHECK(st != LLMR_OK);
+    CHECK(b == NULL);
+    char where[64];
+    snprintf(where, sizeof where, "127.0.0.1:%u", port);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), where);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "in use");
+    llmr_strbuf_free(&err);
+    /* A host that is no address at all. */
+    o.host = "not a host name";
+    o.port = 0;
+    st = llmr_http_server_start(&o, &b, &err);
+    CHECK(st != LLMR_OK);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "not a host name");
+    llmr_strbuf_free(&err);
+    check_still_serving(port);
+    llmr_http_server_stop(a);
+}
+
+TEST(defaults)
+{
+    llmr_http_server_options o;
+    llmr_http_server_options_default(&o);
+    CHECK_EQ_STR(o.host, "127.0.0.1");
+    CHECK_EQ_INT(o.max_body, 8u << 20);
+    CHECK_EQ_INT(o.max_connections, 256);
+    CHECK_EQ_INT(o.timeout_s, 120);
+    CHECK(o.handler == NULL);
+    llmr_http_server_stop(NULL);
+    CHECK_EQ_INT(llmr_http_server_port(NULL), 0);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    RUN(defaults);
+    RUN(post_json_round_trip_with_body_query_and_headers);
+    RUN(path_is_decoded_and_query_split_off_raw);
+    RUN(body_with_nul_bytes_arrives_whole);
+    RUN(body_over_the_limit_by_content_length_is_413);
+    RUN(chunked_body_over_the_limit_is_413);
+    RUN(handler_that_does_not_reply_gets_500_json);
+    RUN(stream_written_from_another_thread_arrives_in_order);
+    RUN(stream_written_at_once_then_ended_arrives_whole);
+    RUN(client_leaving_mid_stream_runs_on_close_once);
+    RUN(on_close_may_end_the_stream_itself);
+    RUN(stop_with_a_stream_open_closes_it);
+    RUN(address_in_use_names_host_and_port);
+    curl_global_cleanup();
+    return llmr_test_finish();
+}

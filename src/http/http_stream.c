@@ -1,0 +1,233 @@
+/* Streamed responses of the HTTP server (see http_server.h): a byte queue that any
+ * thread fills with llmr_http_stream_write, drained by the content reader that
+ * libmicrohttpd calls on the connection's own thread.
+ *
+ * The reader blocks (the server runs a thread per connection, so that is allowed)
+ * until bytes are queued or the stream ends.  It wakes every LLMR_HTTP_STREAM_POLL_MS
+ * to look whether the client has hung up or the server is stopping, so a client that
+ * leaves while the producer is silent (a long prompt being read) is noticed at once,
+ * not at the next write.
+ *
+ * Lifetime: the stream has two owners, the producer and libmicrohttpd's response.
+ * Whichever lets go last frees it.  When the response is released before the
+ * producer ended the stream, the client did not get the whole stream: on_close runs
+ * then, once, and never after llmr_http_stream_end was called; llmr_http_stream_end
+ * waits for an on_close that is running on another thread, so the producer's user
+ * data stays valid while on_close uses it. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common/strbuf.h"
+#include "http/http_internal.h"
+
+/* Reader block size: what libmicrohttpd asks for at most per call. */
+#define STREAM_BLOCK (16 * 1024)
+/* Bytes already sent are dropped from the queue's front once there are this many. */
+#define STREAM_COMPACT (64 * 1024)
+
+struct llmr_http_stream {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;        /* bytes queued, ended, gone, or on_close returned */
+    llmr_strbuf queue;          /* bytes not yet handed to the reader start at head */
+    size_t head;
+    int owners;                 /* producer + response */
+    bool ended;                 /* the producer called llmr_http_stream_end */
+    bool gone;                  /* the client left, the server stops, or the
+                                   response was released: writes fail */
+    bool close_called;          /* on_close was started (it runs at most once) */
+    bool closing;               /* on_close is running now, on thread closer */
+    pthread_t closer;
+    llmr_http_close_fn on_close;
+    void *user;
+    struct MHD_Connection *conn; /* for the hang-up check; only the reader uses it */
+    const atomic_bool *stopping;
+};
+
+static void stream_free(llmr_http_stream *s)
+{
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    llmr_strbuf_free(&s->queue);
+    free(s);
+}
+
+/* Drops one owner's hold; the last one frees. */
+static void stream_release(llmr_http_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool last = --s->owners == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (last)
+        stream_free(s);
+}
+
+/* True while the client's socket is open for reading: a peer that closed its side
+ * reads as end of file, a reset as an error.  Bytes it already sent (a pipelined
+ * request) count as alive. */
+static bool client_connected(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info)
+        return true;
+    struct pollfd p = {.fd = info->connect_fd, .events = POLLIN};
+    int n = poll(&p, 1, 0);
+    if (n <= 0)
+        return true;
+    if (p.revents & (POLLERR | POLLNVAL))
+        return false;
+    char c;
+    ssize_t r = recv(info->connect_fd, &c, 1, MSG_PEEK);
+    if (r > 0)
+        return true;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return true;
+    return false;
+}
+
+static void deadline_after_ms(struct timespec *t, long ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+    t->tv_nsec += ms * 1000000L;
+    t->tv_sec += t->tv_nsec / 1000000000L;
+    t->tv_nsec %= 1000000000L;
+}
+
+/* libmicrohttpd's content reader: up to max queued bytes, waiting for some. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    llmr_http_stream *s = cls;
+    (void)pos;
+    pthread_mutex_lock(&s->lock);
+    while (s->head == s->queue.len && !s->ended && !s->gone) {
+        struct timespec until;
+        deadline_after_ms(&until, LLMR_HTTP_STREAM_POLL_MS);
+        if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT &&
+            (atomic_load(s->stopping) || !client_connected(s->conn)))
+            s->gone = true;
+    }
+    ssize_t ret;
+    size_t avail = s->queue.len - s->head;
+    if (avail > 0 && !s->gone) {
+        size_t n = avail < max ? avail : max;
+        memcpy(buf, s->queue.data + s->head, n);
+        s->head += n;
+        if (s->head == s->queue.len) {
+            llmr_strbuf_reset(&s->queue);
+            s->head = 0;
+        } else if (s->head >= STREAM_COMPACT) {
+            memmove(s->queue.data, s->queue.data + s->head, s->queue.len - s->head);
+            s->queue.len -= s->head;
+            s->queue.data[s->queue.len] = '\0';
+            s->head = 0;
+        }
+        ret = (ssize_t)n;
+    } else if (s->gone) {
+        /* Closes the connection; the response is released after. */
+        ret = MHD_CONTENT_READER_END_WITH_ERROR;
+    } else {
+        ret = MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* libmicrohttpd let go of the response: the request finished, failed, or the client
+ * left.  If the producer has not ended the stream, the client missed its end. */
+static void stream_response_released(void *cls)
+{
+    llmr_http_stream *s = cls;
+    pthread_mutex_lock(&s->lock);
+    s->gone = true;
+    s->conn = NULL;
+    bool call = !s->ended && !s->close_called && s->on_close;
+    if (call) {
+        s->close_called = true;
+        s->closing = true;
+        s->closer = pthread_self();
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (call) {
+        /* Outside the lock: on_close may write to or end the stream. */
+        s->on_close(s->user);
+        pthread_mutex_lock(&s->lock);
+        s->closing = false;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+    }
+    stream_release(s);
+}
+
+struct MHD_Response *llmr_http_stream_open(struct MHD_Connection *conn,
+                                           const atomic_bool *stopping,
+                                           llmr_http_close_fn on_close, void *user,
+                                           llmr_http_stream **out)
+{
+    *out = NULL;
+    llmr_http_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    pthread_condattr_t attr;
+    bool cond_ok = false;
+    if (pthread_condattr_init(&attr) == 0) {
+        cond_ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+                  pthread_cond_init(&s->cond, &attr) == 0;
+        pthread_condattr_destroy(&attr);
+    }
+    if (!cond_ok) {
+        free(s);
+        return NULL;
+    }
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        pthread_cond_destroy(&s->cond);
+        free(s);
+        return NULL;
+    }
+    llmr_strbuf_init(&s->queue);
+    s->owners = 2;
+    s->on_close = on_close;
+    s->user = user;
+    s->conn = conn;
+    s->stopping = stopping;
+    struct MHD_Response *resp = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_read, s, stream_response_released);
+    if (!resp) {
+        stream_free(s);
+        return NULL;
+    }
+    *out = s;
+    return resp;
+}
+
+bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len)
+{
+    if (!s)
+        return false;
+    pthread_mutex_lock(&s->lock);
+    bool ok = !s->gone && !s->ended && llmr_strbuf_append(&s->queue, data, len);
+    if (!ok && llmr_strbuf_failed(&s->queue))
+        s->gone = true; /* out of memory: the client cannot get a whole stream */
+    if (ok && len)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+void llmr_http_stream_end(llmr_http_stream *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->ended = true;
+    pthread_cond_broadcast(&s->cond);
+    /* An on_close running on another thread still uses the producer's user data. */
+    while (s->closing && !pthread_equal(s->closer, pthread_self()))
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    stream_release(s);
+}
