@@ -5,6 +5,7 @@
 #define LLMR_NET_HTTP_FETCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/strbuf.h"
@@ -35,5 +36,10 @@ void llmr_fetch_options_default(llmr_fetch_options *o);
  * says what failed, with the URL and the HTTP status. */
 llmr_status llmr_fetch(const llmr_fetch_options *o, char sha256_hex[65], uint64_t *size,
                        llmr_strbuf *err);
+
+/* The host of an http:// or https:// URL, lowercased, without port, user or brackets
+ * around an IPv6 address, parsed as the fetch itself will parse it.  False for another
+ * scheme, a URL that does not parse, or a host longer than cap - 1. */
+bool llmr_url_http_host(const char *url, char *host, size_t cap);
 
 #endif

@@ -63,4 +63,9 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
 /* Checks a manifest's shape and paths without fetching (INVALID_ARGUMENT + err). */
 llmr_status llmr_manifest_check(const json_t *manifest, llmr_strbuf *err);
 
+/* True when url is http:// or https:// and its host is on the comma-separated
+ * allowlist: the same host, or a subdomain of an entry ("hf.co" allows "cdn.hf.co",
+ * not "evilhf.co").  Case does not matter; an empty or NULL list allows nothing. */
+bool llmr_sync_origin_allowed(const char *url, const char *allowlist);
+
 #endif
