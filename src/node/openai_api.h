@@ -101,6 +101,10 @@ json_t *llmr_oai_chat_logprob(const llmr_oai_token_logprob *t);
  * "top_logprobs": [{text: logprob}], "text_offset"}; text_offset counts from
  * offset0. */
 json_t *llmr_oai_completion_logprobs(const llmr_oai_token_logprob *t, size_t n, size_t offset0);
+/* How far text moves text_offset: its length in Unicode characters, as OpenAI counts
+ * offsets (each ill-formed UTF-8 run one character, the U+FFFD it is sent as).  Sum
+ * it over the text already sent to get offset0. */
+size_t llmr_oai_text_chars(const char *text, size_t len);
 
 /* A whole response.  finish_reason: "stop", "length" (or NULL: null).  logprobs: the
  * content array (chat) or the object (completions), taken; NULL: null. */
@@ -126,6 +130,9 @@ json_t *llmr_oai_completion_chunk(const char *id, const char *model, int64_t cre
 json_t *llmr_oai_usage_chunk(llmr_oai_kind kind, const char *id, const char *model, int64_t created,
                              const llmr_oai_usage *usage);
 
+/* Compact JSON text as it goes on the wire (logprobs in their shortest float form);
+ * malloc'd, NULL on failure.  Use it for whole responses too. */
+char *llmr_oai_dumps(const json_t *obj);
 /* "data: <compact JSON>\n\n" appended to out; obj is not taken. */
 void llmr_oai_sse_data(llmr_strbuf *out, const json_t *obj);
 /* "data: [DONE]\n\n" */
