@@ -11,16 +11,25 @@ packages=(
   libpcre2-dev                  # tokenizer pre-split regexes (UTF + UCP, JIT)
   libutf8proc-dev               # tokenizer Unicode normalization and properties
   clang libclang-rt-14-dev      # libFuzzer targets (make fuzz) and their runtime
+  libmicrohttpd-dev             # the HTTP servers (node, router)
+  libcurl4-openssl-dev          # the HTTP client (model sync, the router link)
+  python3 curl                  # test helpers: the fake origin, HTTP checks
 )
+# Commands that may come from elsewhere than Debian's package of the same name (a
+# newer Node.js brings its own npm): installed from Debian only when missing.
+declare -A commands=([node]=nodejs [npm]=npm)
 
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
+for c in "${!commands[@]}"; do
+  command -v "$c" >/dev/null 2>&1 || missing+=("${commands[$c]}")
+done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "deps: all ${#packages[@]} build packages present"
+  echo "deps: all ${#packages[@]} build packages and ${#commands[@]} commands present"
   exit 0
 fi
 if [[ "${1:-}" == "--check" ]]; then

@@ -18,7 +18,10 @@
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr node [run]\n"
+            "usage: llmr node [run] [--router URL] [--node-key KEY] [--node-url URL]\n"
+            "                 [--node-name NAME] [--api-key KEY] [--allow-cpu]\n"
+            "                 [--origin-allowlist HOSTS] [--prefer-origin] [--heartbeat SECONDS]\n"
+            "                 [--no-http]\n"
             "       llmr node status [--json]\n"
             "       llmr node metrics\n"
             "       llmr node reload-plugins\n"
@@ -31,6 +34,23 @@ static void help(FILE *out)
             "installed with llmr), the models under DATA_DIR/models (each loaded on its\n"
             "first request, in a worker process of its own), and a control socket at\n"
             "DATA_DIR/run/node.sock.  SIGHUP reloads the plugins; SIGINT or SIGTERM stops.\n\n"
+            "It serves the OpenAI API on --host and --port (port 0: any free port, written to\n"
+            "DATA_DIR/run/http.port): POST /v1/chat/completions and /v1/completions (plain\n"
+            "and streamed), GET /v1/models, /health and /metrics (docs/node.md).\n"
+            "  --api-key KEY         clients must send \"Authorization: Bearer KEY\"\n"
+            "                        (or LLMR_API_KEY); default: no key\n"
+            "  --no-http             no HTTP API, the control socket only\n"
+            "With --router URL (or LLMR_ROUTER) it registers with that router, sends a\n"
+            "heartbeat every --heartbeat seconds (default 5), and fetches and verifies the\n"
+            "models the router lists into DATA_DIR/models (docs/node-router-protocol.md):\n"
+            "  --node-key KEY        the router's node key (or LLMR_NODE_KEY)\n"
+            "  --node-url URL        how the router reaches this node (default\n"
+            "                        http://HOST:PORT)\n"
+            "  --node-name NAME      default: the host name\n"
+            "  --allow-cpu           register even without a GPU (tests, tiny models)\n"
+            "  --origin-allowlist H  hosts a model file may be fetched from directly\n"
+            "                        (default huggingface.co,hf.co)\n"
+            "  --prefer-origin       fetch from an allowed origin before the router\n\n"
             "The other forms talk to that running node:\n"
             "  status          plugins (and refused ones, with why), models (state, reason,\n"
             "                  engine, worker, memory) and memory readings\n"
@@ -388,16 +408,64 @@ static int cmd_generate(int argc, char **argv, const llmr_config *cfg)
     return rc;
 }
 
+/* `llmr node [run] [options]`: the options of a running node (secrets also from the
+ * environment, so they stay off the command line). */
+static int cmd_run(int argc, char **argv, const llmr_config *cfg)
+{
+    llmr_node_options o;
+    llmr_node_options_default(&o);
+    o.router_url = getenv("LLMR_ROUTER");
+    o.node_key = getenv("LLMR_NODE_KEY");
+    o.api_key = getenv("LLMR_API_KEY");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char **value = !strcmp(a, "--router")             ? &o.router_url
+                             : !strcmp(a, "--node-key")         ? &o.node_key
+                             : !strcmp(a, "--node-url")         ? &o.node_url
+                             : !strcmp(a, "--node-name")        ? &o.node_name
+                             : !strcmp(a, "--api-key")          ? &o.api_key
+                             : !strcmp(a, "--origin-allowlist") ? &o.origin_allowlist
+                                                                : NULL;
+        if (value) {
+            if (i + 1 >= argc) {
+                llmr_cli_error("node", "%s needs a value", a);
+                return LLMR_EXIT_USAGE;
+            }
+            *value = argv[++i];
+        } else if (!strcmp(a, "--allow-cpu")) {
+            o.allow_cpu = true;
+        } else if (!strcmp(a, "--prefer-origin")) {
+            o.prefer_origin = true;
+        } else if (!strcmp(a, "--no-http")) {
+            o.no_http = true;
+        } else if (!strcmp(a, "--heartbeat")) {
+            char *end = NULL;
+            double secs = i + 1 < argc ? strtod(argv[i + 1], &end) : 0;
+            if (i + 1 >= argc || !end || *end || secs < 0.1 || secs > 3600) {
+                llmr_cli_error("node", "--heartbeat needs a number of seconds from 0.1 to 3600");
+                return LLMR_EXIT_USAGE;
+            }
+            o.heartbeat_ms = (unsigned)(secs * 1000);
+            i++;
+        } else {
+            llmr_cli_error("node", "unexpected argument \"%s\"; see llmr node --help", a);
+            return LLMR_EXIT_USAGE;
+        }
+    }
+    if (o.router_url && !*o.router_url)
+        o.router_url = NULL;
+    if (o.api_key && !*o.api_key)
+        o.api_key = NULL;
+    return llmr_node_run(cfg, &o);
+}
+
 static int run(int argc, char **argv, const llmr_config *cfg)
 {
     const char *sub = argc > 1 ? argv[1] : "run";
-    if (strcmp(sub, "run") == 0) {
-        if (argc > 2) {
-            llmr_cli_error("node", "unexpected argument \"%s\"; see llmr node --help", argv[2]);
-            return LLMR_EXIT_USAGE;
-        }
-        return llmr_node_run(cfg);
-    }
+    if (strcmp(sub, "run") == 0)
+        return cmd_run(argc - 2, argv + 2, cfg);
+    if (strncmp(sub, "--", 2) == 0)
+        return cmd_run(argc - 1, argv + 1, cfg);
     if (strcmp(sub, "status") == 0)
         return cmd_status(argc - 1, argv + 1, cfg);
     if (strcmp(sub, "reload-plugins") == 0)

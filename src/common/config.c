@@ -25,9 +25,9 @@ static bool valid_port(const char *value, llmr_strbuf *why)
     errno = 0;
     long v = strtol(value, &end, 10);
     if (errno == 0 && end != value && *end == '\0' && isdigit((unsigned char)value[0]) &&
-        v >= 1 && v <= 65535)
+        v >= 0 && v <= 65535)
         return true;
-    llmr_strbuf_puts(why, "must be a whole number from 1 to 65535");
+    llmr_strbuf_puts(why, "must be a whole number from 0 (any free port) to 65535");
     return false;
 }
 

@@ -17,7 +17,7 @@
  * (data_dir: $XDG_DATA_HOME/llmr, else $HOME/.local/share/llmr, else ./llmr-data). */
 #define LLMR_CONFIG_LIST(X)                                                              \
     X(HOST, host, "127.0.0.1", "address the HTTP server listens on")                     \
-    X(PORT, port, "8080", "TCP port of the HTTP server, 1 to 65535")                     \
+    X(PORT, port, "8080", "TCP port of the HTTP server, 1 to 65535 (0: any free port)")                     \
     X(DATA_DIR, data_dir, NULL, "directory that holds models, the database and state")   \
     X(LOG_LEVEL, log_level, "info", "least severe log level shown: debug, info, warn, error, off") \
     X(PLUGIN_DIRS, plugin_dirs, "",                                                      \

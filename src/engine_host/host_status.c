@@ -9,10 +9,10 @@
 
 static json_t *model_json(llmr_engine_host *h, const hmodel *m, uint64_t now)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:I}", "name", m->name, "state",
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:I, s:s}", "name", m->name, "state",
                           model_state_name(m->state), "format", m->format, "runtime", m->runtime,
                           "architecture", m->architecture, "weight_bytes",
-                          (json_int_t)m->total_bytes);
+                          (json_int_t)m->total_bytes, "dir", m->dir);
     if (m->reason) {
         json_object_set_new(o, "reason", json_string(m->reason));
         json_object_set_new(o, "reason_code", json_string(llmr_status_name(m->reason_code)));

@@ -1,2 +1,779 @@
-/* placeholder until implemented */
+/* The node's HTTP API: see node_http.h.  Routing, the OpenAI endpoints on the engine
+ * host, /v1/models, /health and /metrics.  A generation is a `gen`: the handler builds
+ * it and submits it; the engine host's events fill it (a whole response) or stream it
+ * out as Server-Sent Events. */
 #include "node/node_http.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "node/node_metrics.h"
+#include "node/node_prompt.h"
+#include "node/openai_api.h"
+
+#define COMPONENT "http"
+#define MAX_PROMPT_TOKENS (1u << 20)
+
+typedef struct gen gen;
+
+struct llmr_node_http {
+    llmr_http_server *srv;
+    pthread_mutex_t lock;     /* active, stopping */
+    gen *active;              /* generations under way (cancelled at stop) */
+    bool stopping;
+    llmr_engine_host *host;
+    llmr_node_prompts *prompts;
+    llmr_node_metrics metrics;
+    char *api_key, *node_name;
+    int64_t started; /* "created" of the models */
+};
+
+/* ---- replies ------------------------------------------------------------------------- */
+
+static void reply_json(llmr_node_http *n, llmr_http_reply *reply, llmr_endpoint ep, unsigned status,
+                       json_t *body);
+
+static void reply_error(llmr_node_http *n, llmr_http_reply *reply, llmr_endpoint ep,
+                        const llmr_oai_error *e)
+{
+    reply_json(n, reply, ep, e->status, llmr_oai_error_json(e));
+}
+
+/* JSON as the OpenAI API writes it (floats in their shortest form); takes body. */
+static void reply_json(llmr_node_http *n, llmr_http_reply *reply, llmr_endpoint ep, unsigned status,
+                       json_t *body)
+{
+    llmr_node_metrics_request(&n->metrics, ep, status);
+    char *text = body ? llmr_oai_dumps(body) : NULL;
+    json_decref(body);
+    if (!text) {
+        llmr_http_reply_error(reply, 500, "server_error", NULL, NULL, "out of memory");
+        return;
+    }
+    llmr_http_reply_text(reply, status, "application/json", text, strlen(text));
+    free(text);
+}
+
+/* The HTTP answer to an engine host status. */
+static void error_from_status(llmr_oai_error *e, llmr_status st, const char *message)
+{
+    unsigned http = 500;
+    const char *type = "server_error", *code = NULL;
+    switch (st) {
+    case LLMR_INVALID_ARGUMENT:
+        http = 400, type = "invalid_request_error", code = "invalid_value";
+        break;
+    case LLMR_NOT_FOUND:
+        http = 404, type = "invalid_request_error", code = "model_not_found";
+        break;
+    case LLMR_LIMIT_EXCEEDED:
+        http = 429, type = "rate_limit_error", code = "limit_exceeded";
+        break;
+    case LLMR_TIMEOUT:
+        http = 504, code = "timeout";
+        break;
+    case LLMR_OOM_VRAM:
+    case LLMR_OOM_RAM:
+    case LLMR_LOAD_FAILED:
+    case LLMR_UNSUPPORTED:
+    case LLMR_MODEL_CORRUPT:
+        http = 503, code = "model_not_ready";
+        break;
+    default:
+        break;
+    }
+    llmr_oai_error_set(e, http, type, code, NULL, "%s (%s)", message && *message ? message : llmr_status_message(st),
+                       llmr_status_name(st));
+}
+
+/* ---- models -------------------------------------------------------------------------- */
+
+/* The engine host's entry of a model (a new reference), or NULL. */
+static json_t *find_model(llmr_node_http *n, const char *name)
+{
+    json_t *status = llmr_engine_host_status(n->host), *found = NULL, *m;
+    size_t i;
+    json_array_foreach(json_object_get(status, "models"), i, m)
+    {
+        const char *mn = json_string_value(json_object_get(m, "name"));
+        if (mn && strcmp(mn, name) == 0) {
+            found = json_incref(m);
+            break;
+        }
+    }
+    json_decref(status);
+    return found;
+}
+
+/* Ready to serve: verified and loaded, or loadable (an engine is chosen and the last
+ * load did not fail). */
+static bool model_ready(const json_t *m)
+{
+    const char *state = json_string_value(json_object_get(m, "state"));
+    return state && (!strcmp(state, "ready") || !strcmp(state, "idle") || !strcmp(state, "loading"));
+}
+
+static void handle_models(llmr_node_http *n, llmr_http_reply *reply)
+{
+    json_t *status = llmr_engine_host_status(n->host), *m;
+    json_t *models = json_object_get(status, "models");
+    size_t count = json_array_size(models), i;
+    llmr_oai_model_entry *e = calloc(count + 1, sizeof *e);
+    json_array_foreach(models, i, m)
+    {
+        e[i].id = json_string_value(json_object_get(m, "name"));
+        e[i].created = n->started;
+        e[i].owned_by = n->node_name;
+        e[i].ready = model_ready(m);
+        e[i].reason = json_string_value(json_object_get(m, "reason"));
+        if (!e[i].ready && !e[i].reason)
+            e[i].reason = json_string_value(json_object_get(m, "state"));
+    }
+    reply_json(n, reply, LLMR_EP_MODELS, 200, llmr_oai_models_list(e, count));
+    free(e);
+    json_decref(status);
+}
+
+static void handle_health(llmr_node_http *n, llmr_http_reply *reply)
+{
+    json_t *status = llmr_engine_host_status(n->host), *m;
+    size_t i, ready = 0;
+    json_array_foreach(json_object_get(status, "models"), i, m) ready += model_ready(m);
+    json_t *body = json_pack("{s:s, s:I, s:I, s:i}", "status", "ok", "models",
+                             (json_int_t)json_array_size(json_object_get(status, "models")), "ready",
+                             (json_int_t)ready, "in_flight",
+                             (int)llmr_node_metrics_get_in_flight(&n->metrics));
+    json_decref(status);
+    reply_json(n, reply, LLMR_EP_HEALTH, 200, body);
+}
+
+static void handle_metrics(llmr_node_http *n, llmr_http_reply *reply)
+{
+    llmr_strbuf out = LLMR_STRBUF_INIT;
+    llmr_node_http_metrics(n, &out);
+    llmr_engine_host_metrics(n->host, &out);
+    llmr_node_metrics_request(&n->metrics, LLMR_EP_METRICS, 200);
+    llmr_http_reply_text(reply, 200, "text/plain; version=0.0.4", llmr_strbuf_cstr(&out), out.len);
+    llmr_strbuf_free(&out);
+}
+
+/* ---- generations --------------------------------------------------------------------- */
+
+struct gen {
+    gen *prev, *next;         /* in n->active while the engine has it */
+    bool engine_done;         /* the last event came (under n->lock) */
+    llmr_node_http *n;
+    const llmr_node_prompt *prompt;
+    llmr_oai_kind kind;
+    llmr_endpoint ep;
+    bool stream, include_usage, logprobs;
+    uint32_t top_logprobs;
+    char id[48];
+    char *model;
+    int64_t created;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int refs;                 /* the engine's side until its last event; the stream's
+                                 until on_close; the handler's while it waits */
+    bool done;                /* the last event came */
+    bool gone;                /* the client went away */
+    bool have_id;
+    uint64_t request_id;
+    llmr_http_stream *out;
+    bool stream_released;     /* the stream's reference is given back (on_close ran, or
+                                 the stream ended before the client left) */
+    bool sent_first;
+    llmr_strbuf text;         /* the whole text (non-streamed) */
+    json_t *lp;               /* chat: the logprobs content array; completions: unused */
+    json_t *lp_tokens;        /* completions: [llmr_oai_token_logprob as JSON] kept for the end */
+    size_t text_offset;
+    uint32_t finish;
+    llmr_status status;
+    char *message;
+    uint32_t prompt_tokens, completion_tokens;
+    uint64_t t0_ns, last_ns;
+};
+
+/* The engine is done with g: out of the active list, and never put in it after. */
+static void active_remove(gen *g)
+{
+    llmr_node_http *n = g->n;
+    pthread_mutex_lock(&n->lock);
+    g->engine_done = true;
+    if (g->prev)
+        g->prev->next = g->next;
+    else if (n->active == g)
+        n->active = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    g->prev = g->next = NULL;
+    pthread_mutex_unlock(&n->lock);
+}
+
+static void gen_unref(gen *g)
+{
+    pthread_mutex_lock(&g->lock);
+    bool last = --g->refs == 0;
+    pthread_mutex_unlock(&g->lock);
+    if (!last)
+        return;
+    llmr_strbuf_free(&g->text);
+    json_decref(g->lp);
+    json_decref(g->lp_tokens);
+    free(g->message);
+    free(g->model);
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->cond);
+    free(g);
+}
+
+static const char *finish_reason(uint32_t finish)
+{
+    return finish == LLMR_ENGINE_FINISH_LENGTH ? "length" : "stop";
+}
+
+/* The event's token with its alternatives, for the logprobs fields. */
+static json_t *event_logprob(gen *g, const llmr_gen_event *ev)
+{
+    uint32_t k = ev->top_count < g->top_logprobs ? ev->top_count : g->top_logprobs;
+    llmr_strbuf texts[LLMR_OAI_MAX_TOP_LOGPROBS];
+    const char *tt[LLMR_OAI_MAX_TOP_LOGPROBS];
+    size_t tl[LLMR_OAI_MAX_TOP_LOGPROBS];
+    float tp[LLMR_OAI_MAX_TOP_LOGPROBS];
+    for (uint32_t i = 0; i < k; i++) {
+        llmr_strbuf_init(&texts[i]);
+        llmr_node_prompt_token_text(g->prompt, ev->top_ids[i], &texts[i]);
+        tt[i] = llmr_strbuf_cstr(&texts[i]);
+        tl[i] = texts[i].len;
+        tp[i] = ev->top_logprobs[i];
+    }
+    llmr_strbuf self = LLMR_STRBUF_INIT;
+    llmr_node_prompt_token_text(g->prompt, ev->id, &self);
+    llmr_oai_token_logprob t = {llmr_strbuf_cstr(&self), self.len, ev->logprob, k, tt, tl, tp};
+    json_t *o = g->kind == LLMR_OAI_CHAT ? llmr_oai_chat_logprob(&t)
+                                          : llmr_oai_completion_logprobs(&t, 1, g->text_offset);
+    llmr_strbuf_free(&self);
+    for (uint32_t i = 0; i < k; i++)
+        llmr_strbuf_free(&texts[i]);
+    return o;
+}
+
+static void send_chunk(gen *g, json_t *chunk)
+{
+    llmr_strbuf sb = LLMR_STRBUF_INIT;
+    llmr_oai_sse_data(&sb, chunk);
+    json_decref(chunk);
+    if (!g->gone && !llmr_http_stream_write(g->out, sb.data, sb.len))
+        g->gone = true;
+    llmr_strbuf_free(&sb);
+}
+
+static void stream_token(gen *g, const llmr_gen_event *ev, json_t *lp)
+{
+    if (g->kind == LLMR_OAI_CHAT) {
+        if (!g->sent_first) {
+            send_chunk(g, llmr_oai_chat_chunk(g->id, g->model, g->created, true, "", 0, NULL, NULL,
+                                              g->include_usage));
+            g->sent_first = true;
+        }
+        json_t *content = NULL;
+        if (lp) {
+            content = json_array();
+            json_array_append_new(content, lp);
+        }
+        send_chunk(g, llmr_oai_chat_chunk(g->id, g->model, g->created, false, ev->text ? ev->text : "",
+                                          ev->text_len, NULL, content, g->include_usage));
+    } else {
+        send_chunk(g, llmr_oai_completion_chunk(g->id, g->model, g->created, ev->text ? ev->text : "",
+                                                ev->text_len, NULL, lp, g->include_usage));
+    }
+}
+
+static void stream_end(gen *g)
+{
+    if (g->status != LLMR_OK && g->status != LLMR_CANCELLED) {
+        llmr_oai_error e;
+        error_from_status(&e, g->status, g->message);
+        send_chunk(g, llmr_oai_error_json(&e));
+    } else if (g->status == LLMR_OK) {
+        if (g->kind == LLMR_OAI_CHAT) {
+            if (!g->sent_first)
+                send_chunk(g, llmr_oai_chat_chunk(g->id, g->model, g->created, true, "", 0, NULL, NULL,
+                                                  g->include_usage));
+            send_chunk(g, llmr_oai_chat_chunk(g->id, g->model, g->created, false, NULL, 0,
+                                              finish_reason(g->finish), NULL, g->include_usage));
+        } else {
+            send_chunk(g, llmr_oai_completion_chunk(g->id, g->model, g->created, "", 0,
+                                                    finish_reason(g->finish), NULL, g->include_usage));
+        }
+        if (g->include_usage) {
+            llmr_oai_usage u = {g->prompt_tokens, g->completion_tokens};
+            send_chunk(g, llmr_oai_usage_chunk(g->kind, g->id, g->model, g->created, &u));
+        }
+    }
+    llmr_strbuf sb = LLMR_STRBUF_INIT;
+    llmr_oai_sse_done(&sb);
+    if (!g->gone)
+        llmr_http_stream_write(g->out, sb.data, sb.len);
+    llmr_strbuf_free(&sb);
+    /* After this on_close does not run any more (one that was running has finished):
+     * the stream's reference is ours to give back unless on_close took it. */
+    llmr_http_stream_end(g->out);
+    pthread_mutex_lock(&g->lock);
+    bool release = !g->stream_released;
+    g->stream_released = true;
+    pthread_mutex_unlock(&g->lock);
+    if (release)
+        gen_unref(g);
+}
+
+static void on_event(void *user, const llmr_gen_event *ev)
+{
+    gen *g = user;
+    uint64_t now = llmr_now_ns();
+    pthread_mutex_lock(&g->lock);
+    bool cancel = g->gone && g->have_id && !ev->finish;
+    pthread_mutex_unlock(&g->lock);
+    if (ev->id >= 0) {
+        if (!g->last_ns)
+            llmr_node_metrics_ttft(&g->n->metrics, (double)(now - g->t0_ns) / 1e9);
+        else
+            llmr_node_metrics_per_token(&g->n->metrics, (double)(now - g->last_ns) / 1e9);
+        g->last_ns = now;
+        json_t *lp = g->logprobs ? event_logprob(g, ev) : NULL;
+        if (g->stream) {
+            stream_token(g, ev, lp);
+        } else {
+            llmr_strbuf_append(&g->text, ev->text ? ev->text : "", ev->text_len);
+            if (lp)
+                json_array_append_new(g->kind == LLMR_OAI_CHAT ? g->lp : g->lp_tokens, lp);
+        }
+        g->text_offset += llmr_oai_text_chars(ev->text ? ev->text : "", ev->text_len);
+    } else if (ev->text_len) { /* text the detokenizer held back, flushed at the end */
+        if (g->stream)
+            stream_token(g, ev, NULL);
+        else
+            llmr_strbuf_append(&g->text, ev->text, ev->text_len);
+    }
+    if (cancel)
+        llmr_engine_host_cancel(g->n->host, g->request_id);
+    if (!ev->finish)
+        return;
+    g->finish = ev->finish;
+    g->status = ev->status;
+    g->message = ev->message ? strdup(ev->message) : NULL;
+    g->prompt_tokens = ev->prompt_tokens;
+    g->completion_tokens = ev->completion_tokens;
+    llmr_node_metrics_tokens(&g->n->metrics, ev->prompt_tokens, ev->completion_tokens);
+    llmr_node_metrics_in_flight(&g->n->metrics, -1);
+    if (ev->status == LLMR_CANCELLED)
+        llmr_node_metrics_cancelled(&g->n->metrics);
+    active_remove(g);
+    if (g->stream)
+        stream_end(g);
+    pthread_mutex_lock(&g->lock);
+    g->done = true;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+    gen_unref(g);
+}
+
+/* The client of a streamed response went away before the stream ended.  The cancel
+ * may deliver the request's last event on this thread (it then ends the stream here,
+ * which the HTTP server allows). */
+static void on_close(void *user)
+{
+    gen *g = user;
+    pthread_mutex_lock(&g->lock);
+    bool cancel = !g->done && g->have_id;
+    g->gone = true;
+    bool release = !g->stream_released;
+    g->stream_released = true;
+    uint64_t id = g->request_id;
+    pthread_mutex_unlock(&g->lock);
+    if (cancel)
+        llmr_engine_host_cancel(g->n->host, id);
+    if (release)
+        gen_unref(g);
+}
+
+/* The combined completions logprobs object from the per-token objects. */
+static json_t *merge_completion_logprobs(const json_t *per_token)
+{
+    json_t *o = json_pack("{s:[], s:[], s:[], s:[]}", "tokens", "token_logprobs", "top_logprobs",
+                          "text_offset");
+    size_t i;
+    json_t *t;
+    json_array_foreach(per_token, i, t)
+    {
+        const char *keys[] = {"tokens", "token_logprobs", "top_logprobs", "text_offset"};
+        for (size_t k = 0; k < 4; k++) {
+            json_t *a = json_object_get(t, keys[k]);
+            if (json_array_size(a))
+                json_array_append(json_object_get(o, keys[k]), json_array_get(a, 0));
+        }
+    }
+    return o;
+}
+
+static void finish_whole(gen *g, llmr_http_reply *reply)
+{
+    llmr_node_http *n = g->n;
+    if (g->status != LLMR_OK) {
+        llmr_oai_error e;
+        error_from_status(&e, g->status, g->message);
+        reply_error(n, reply, g->ep, &e);
+        return;
+    }
+    llmr_oai_usage u = {g->prompt_tokens, g->completion_tokens};
+    json_t *body;
+    if (g->kind == LLMR_OAI_CHAT)
+        body = llmr_oai_chat_response(g->id, g->model, g->created, llmr_strbuf_cstr(&g->text), g->text.len,
+                                      finish_reason(g->finish), &u, g->logprobs ? json_incref(g->lp) : NULL);
+    else
+        body = llmr_oai_completion_response(g->id, g->model, g->created, llmr_strbuf_cstr(&g->text),
+                                            g->text.len, finish_reason(g->finish), &u,
+                                            g->logprobs ? merge_completion_logprobs(g->lp_tokens) : NULL);
+    reply_json(n, reply, g->ep, 200, body);
+}
+
+/* The prompt's token ids: rendered chat, a text prompt, or the ids given. */
+static bool prompt_ids(llmr_node_http *n, const llmr_oai_request *r, const llmr_node_prompt *p,
+                       llmr_ids *ids, llmr_oai_error *e)
+{
+    llmr_strbuf text = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
+    bool ok = false;
+    (void)n;
+    if (r->kind == LLMR_OAI_CHAT) {
+        if (!llmr_node_prompt_render(p, r->messages, r->tools, r->template_kwargs, &text, &err)) {
+            llmr_oai_error_set(e, 400, "invalid_request_error", "template_error", "messages", "%s",
+                               llmr_strbuf_cstr(&err));
+            goto done;
+        }
+    } else if (r->prompt) {
+        llmr_strbuf_append(&text, r->prompt, r->prompt_len);
+    } else {
+        uint32_t vocab = llmr_tokenizer_vocab_size(llmr_node_prompt_tokenizer(p));
+        for (size_t i = 0; i < r->prompt_id_count; i++) {
+            if ((uint32_t)r->prompt_ids[i] >= vocab) {
+                llmr_oai_error_set(e, 400, "invalid_request_error", "invalid_value", "prompt",
+                                   "prompt[%zu] is token id %d, but the model's vocabulary has %u tokens",
+                                   i, r->prompt_ids[i], vocab);
+                goto done;
+            }
+            llmr_ids_push(ids, (uint32_t)r->prompt_ids[i]);
+        }
+    }
+    if (r->kind == LLMR_OAI_CHAT || r->prompt) {
+        llmr_status st = llmr_node_prompt_encode(p, llmr_strbuf_cstr(&text), text.len, ids, &err);
+        if (st != LLMR_OK) {
+            llmr_oai_error_set(e, 400, "invalid_request_error", "invalid_value",
+                               r->kind == LLMR_OAI_CHAT ? "messages" : "prompt", "the prompt cannot be tokenized: %s",
+                               llmr_strbuf_cstr(&err));
+            goto done;
+        }
+    }
+    if (ids->count == 0) {
+        llmr_oai_error_set(e, 400, "invalid_request_error", "invalid_value", "prompt",
+                           "the prompt is empty: give at least one token");
+        goto done;
+    }
+    if (ids->count > MAX_PROMPT_TOKENS) {
+        llmr_oai_error_set(e, 400, "invalid_request_error", "context_length_exceeded", "prompt",
+                           "the prompt has %zu tokens; at most %u are taken", ids->count, MAX_PROMPT_TOKENS);
+        goto done;
+    }
+    ok = true;
+done:
+    llmr_strbuf_free(&text);
+    llmr_strbuf_free(&err);
+    return ok;
+}
+
+static void handle_generate(llmr_node_http *n, llmr_oai_kind kind, const llmr_http_request *req,
+                            llmr_http_reply *reply)
+{
+    llmr_endpoint ep = kind == LLMR_OAI_CHAT ? LLMR_EP_CHAT : LLMR_EP_COMPLETIONS;
+    llmr_oai_request r;
+    llmr_oai_error e;
+    memset(&e, 0, sizeof e);
+    if (!llmr_oai_parse(kind, req->body, req->body_len, &r, &e)) {
+        reply_error(n, reply, ep, &e);
+        return;
+    }
+    llmr_ids ids = LLMR_IDS_INIT;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    gen *g = NULL;
+    json_t *m = find_model(n, r.model);
+    if (!m) {
+        llmr_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
+                           "The model '%s' does not exist on this node (GET /v1/models lists them).", r.model);
+        goto fail;
+    }
+    if (!model_ready(m) && json_string_value(json_object_get(m, "reason"))) {
+        llmr_oai_error_set(&e, 503, "server_error", "model_not_ready", "model", "The model '%s' is not ready: %s",
+                           r.model, json_string_value(json_object_get(m, "reason")));
+        goto fail;
+    }
+    llmr_status st;
+    const llmr_node_prompt *p =
+        llmr_node_prompts_get(n->prompts, r.model, json_string_value(json_object_get(m, "dir")), &st, &err);
+    if (!p) {
+        llmr_oai_error_set(&e, 503, "server_error", "model_not_ready", "model", "%s", llmr_strbuf_cstr(&err));
+        goto fail;
+    }
+    if (!prompt_ids(n, &r, p, &ids, &e))
+        goto fail;
+
+    g = calloc(1, sizeof *g);
+    if (!g || !(g->model = strdup(r.model))) {
+        llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+        free(g);
+        g = NULL;
+        goto fail;
+    }
+    g->n = n;
+    g->prompt = p;
+    g->kind = kind;
+    g->ep = ep;
+    g->stream = r.stream;
+    g->include_usage = r.include_usage;
+    g->logprobs = r.logprobs;
+    g->top_logprobs = r.top_logprobs > LLMR_OAI_MAX_TOP_LOGPROBS ? LLMR_OAI_MAX_TOP_LOGPROBS : r.top_logprobs;
+    g->created = (int64_t)time(NULL);
+    g->t0_ns = llmr_now_ns();
+    llmr_oai_new_id(kind == LLMR_OAI_CHAT ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
+    llmr_strbuf_init(&g->text);
+    g->lp = json_array();
+    g->lp_tokens = json_array();
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->cond, NULL);
+    g->refs = 1; /* the handler's */
+
+    llmr_gen_request gr;
+    memset(&gr, 0, sizeof gr);
+    gr.model = r.model;
+    gr.params = llmr_engine_request_default_params();
+    gr.params.prompt = (const int32_t *)ids.data;
+    gr.params.prompt_len = (uint32_t)ids.count;
+    gr.params.max_tokens = r.max_tokens_set ? r.max_tokens : 0;
+    gr.params.temperature = (float)r.temperature;
+    gr.params.top_p = (float)r.top_p;
+    gr.params.top_k = r.top_k;
+    gr.params.min_p = (float)r.min_p;
+    gr.params.repetition_penalty = (float)r.repetition_penalty;
+    gr.params.presence_penalty = (float)r.presence_penalty;
+    gr.params.frequency_penalty = (float)r.frequency_penalty;
+    gr.params.seed = r.seed_set ? r.seed : (uint64_t)g->t0_ns;
+    gr.params.logprobs = r.logprobs;
+    gr.params.top_logprobs = g->top_logprobs;
+    gr.stop_strings = (const char *const *)r.stop;
+    gr.stop_lens = r.stop_len;
+    gr.stop_count = (uint32_t)r.stop_count;
+    gr.skip_special = true;
+
+    if (g->stream) {
+        g->refs = 3; /* the handler's, the engine's, the stream's */
+        g->out = llmr_http_reply_stream(reply, 200, "text/event-stream", on_close, g);
+        llmr_node_metrics_request(&n->metrics, ep, 200);
+    } else {
+        g->refs = 2; /* the handler's, the engine's */
+    }
+    llmr_node_metrics_in_flight(&n->metrics, 1);
+    uint64_t id = 0;
+    st = llmr_engine_host_submit(n->host, &gr, on_event, g, &id, &err);
+    if (st != LLMR_OK) { /* no event comes */
+        llmr_node_metrics_in_flight(&n->metrics, -1);
+        error_from_status(&e, st, llmr_strbuf_cstr(&err));
+        if (g->stream) {
+            g->status = st;
+            free(g->message);
+            g->message = strdup(llmr_strbuf_cstr(&err));
+            stream_end(g); /* the error as an event, then [DONE] */
+        } else {
+            reply_error(n, reply, ep, &e);
+        }
+        gen_unref(g); /* the engine's */
+        gen_unref(g); /* the handler's */
+        goto out;
+    }
+    pthread_mutex_lock(&n->lock);
+    bool stopping = n->stopping;
+    pthread_mutex_lock(&g->lock);
+    g->request_id = id;
+    g->have_id = true;
+    if (!g->engine_done) { /* the engine still has it */
+        g->next = n->active;
+        if (n->active)
+            n->active->prev = g;
+        n->active = g;
+    }
+    bool cancel = (g->gone || stopping) && !g->done;
+    pthread_mutex_unlock(&n->lock);
+    if (!g->stream)
+        while (!g->done)
+            pthread_cond_wait(&g->cond, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+    if (cancel)
+        llmr_engine_host_cancel(n->host, id);
+    if (!g->stream)
+        finish_whole(g, reply);
+    gen_unref(g);
+    goto out;
+fail:
+    reply_error(n, reply, ep, &e);
+out:
+    json_decref(m);
+    free(ids.data);
+    llmr_strbuf_free(&err);
+    llmr_oai_request_free(&r);
+}
+
+/* ---- routing ------------------------------------------------------------------------- */
+
+static bool authorized(llmr_node_http *n, const llmr_http_request *req)
+{
+    if (!n->api_key)
+        return true;
+    const char *h = llmr_http_request_header(req, "Authorization");
+    return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, n->api_key) == 0;
+}
+
+static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    llmr_node_http *n = user;
+    static const struct {
+        const char *path, *method;
+        llmr_endpoint ep;
+        bool open; /* no key needed */
+    } routes[] = {{"/v1/chat/completions", "POST", LLMR_EP_CHAT, false},
+                  {"/v1/completions", "POST", LLMR_EP_COMPLETIONS, false},
+                  {"/v1/models", "GET", LLMR_EP_MODELS, false},
+                  {"/health", "GET", LLMR_EP_HEALTH, true},
+                  {"/metrics", "GET", LLMR_EP_METRICS, true}};
+    llmr_oai_error e;
+    memset(&e, 0, sizeof e);
+    size_t i = 0, count = sizeof routes / sizeof routes[0];
+    while (i < count && strcmp(routes[i].path, req->path) != 0)
+        i++;
+    if (i == count) {
+        llmr_oai_error_set(&e, 404, "invalid_request_error", "unknown_url", NULL,
+                           "Unknown request URL: %s %s. This node serves /v1/chat/completions, "
+                           "/v1/completions, /v1/models, /health and /metrics.",
+                           req->method, req->path);
+        reply_error(n, reply, LLMR_EP_OTHER, &e);
+        return;
+    }
+    if (strcmp(req->method, routes[i].method) != 0) {
+        llmr_http_reply_header(reply, "Allow", routes[i].method);
+        llmr_oai_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL,
+                           "%s takes %s, not %s.", req->path, routes[i].method, req->method);
+        reply_error(n, reply, routes[i].ep, &e);
+        return;
+    }
+    if (!routes[i].open && !authorized(n, req)) {
+        llmr_oai_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
+                           "Missing or wrong API key: send \"Authorization: Bearer KEY\" with this "
+                           "node's key.");
+        reply_error(n, reply, routes[i].ep, &e);
+        return;
+    }
+    switch (routes[i].ep) {
+    case LLMR_EP_CHAT: handle_generate(n, LLMR_OAI_CHAT, req, reply); break;
+    case LLMR_EP_COMPLETIONS: handle_generate(n, LLMR_OAI_COMPLETION, req, reply); break;
+    case LLMR_EP_MODELS: handle_models(n, reply); break;
+    case LLMR_EP_HEALTH: handle_health(n, reply); break;
+    default: handle_metrics(n, reply); break;
+    }
+}
+
+/* ---- lifetime ------------------------------------------------------------------------ */
+
+llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_host *host,
+                                 llmr_node_http **out, llmr_strbuf *err)
+{
+    *out = NULL;
+    llmr_node_http *n = calloc(1, sizeof *n);
+    if (!n || !(n->prompts = llmr_node_prompts_new()) ||
+        (o->api_key && *o->api_key && !(n->api_key = strdup(o->api_key))) ||
+        !(n->node_name = strdup(o->node_name && *o->node_name ? o->node_name : "llmr"))) {
+        if (n) {
+            llmr_node_prompts_free(n->prompts);
+            free(n->api_key);
+            free(n);
+        }
+        llmr_strbuf_puts(err, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    n->host = host;
+    n->started = (int64_t)time(NULL);
+    pthread_mutex_init(&n->lock, NULL);
+    llmr_node_metrics_init(&n->metrics);
+    llmr_http_server_options so;
+    llmr_http_server_options_default(&so);
+    so.host = o->host;
+    so.port = o->port;
+    if (o->max_body)
+        so.max_body = o->max_body;
+    so.handler = handle;
+    so.user = n;
+    llmr_status st = llmr_http_server_start(&so, &n->srv, err);
+    if (st != LLMR_OK) {
+        llmr_node_metrics_destroy(&n->metrics);
+        pthread_mutex_destroy(&n->lock);
+        llmr_node_prompts_free(n->prompts);
+        free(n->api_key);
+        free(n->node_name);
+        free(n);
+        return st;
+    }
+    *out = n;
+    return LLMR_OK;
+}
+
+unsigned llmr_node_http_port(const llmr_node_http *n)
+{
+    return llmr_http_server_port(n->srv);
+}
+
+unsigned llmr_node_http_in_flight(const llmr_node_http *n)
+{
+    return llmr_node_metrics_get_in_flight((llmr_node_metrics *)&n->metrics);
+}
+
+void llmr_node_http_metrics(llmr_node_http *n, llmr_strbuf *out)
+{
+    llmr_node_metrics_write(&n->metrics, out);
+}
+
+void llmr_node_http_stop(llmr_node_http *n)
+{
+    if (!n)
+        return;
+    /* End what is under way first: the server waits for its handlers, and a handler
+     * waits for its generation. */
+    pthread_mutex_lock(&n->lock);
+    n->stopping = true;
+    size_t count = 0;
+    for (gen *g = n->active; g; g = g->next)
+        count++;
+    uint64_t *ids = calloc(count + 1, sizeof *ids);
+    count = 0;
+    for (gen *g = n->active; g && ids; g = g->next)
+        ids[count++] = g->request_id;
+    pthread_mutex_unlock(&n->lock);
+    for (size_t i = 0; i < count; i++)
+        llmr_engine_host_cancel(n->host, ids[i]);
+    free(ids);
+    llmr_http_server_stop(n->srv);
+    llmr_node_metrics_destroy(&n->metrics);
+    llmr_node_prompts_free(n->prompts);
+    pthread_mutex_destroy(&n->lock);
+    free(n->api_key);
+    free(n->node_name);
+    free(n);
+}

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,8 @@
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "node/control_server.h"
+#include "node/node_http.h"
+#include "node/router_link.h"
 
 #define COMPONENT "node"
 
@@ -142,7 +145,30 @@ static void log_reload(json_t *report)
                   json_array_size(json_object_get(report, "refused")));
 }
 
-int llmr_node_run(const llmr_config *cfg)
+void llmr_node_options_default(llmr_node_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->origin_allowlist = "huggingface.co,hf.co";
+    o->heartbeat_ms = 5000;
+}
+
+/* Writes the HTTP port to DATA_DIR/run/http.port (for scripts that started the node
+ * on port 0). */
+static void write_port_file(const char *data_dir, unsigned port)
+{
+    char *run_dir = llmr_path_join(data_dir, "run");
+    char *path = run_dir ? llmr_path_join(run_dir, "http.port") : NULL;
+    char text[16];
+    int n = snprintf(text, sizeof text, "%u\n", port);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (!path || llmr_write_file_atomic(path, text, (size_t)n, &err) != LLMR_OK)
+        llmr_log_warn(COMPONENT, "cannot write the HTTP port file: %s", llmr_strbuf_cstr(&err));
+    llmr_strbuf_free(&err);
+    free(path);
+    free(run_dir);
+}
+
+int llmr_node_run(const llmr_config *cfg, const llmr_node_options *no)
 {
     /* SIGHUP, SIGINT and SIGTERM are taken with sigwait below; every thread started
      * from here inherits them blocked. */
@@ -184,6 +210,42 @@ int llmr_node_run(const llmr_config *cfg)
         llmr_engine_host_free(h);
         goto done;
     }
+    llmr_node_http *http = NULL;
+    llmr_router_link *link = NULL;
+    char hostname[256] = "llmr";
+    gethostname(hostname, sizeof hostname - 1);
+    const char *node_name = no->node_name ? no->node_name : hostname;
+    if (!no->no_http) {
+        llmr_node_http_options ho = {llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_config_port(cfg), 0,
+                                     no->api_key, node_name};
+        if (llmr_node_http_start(&ho, h, &http, &err) != LLMR_OK) {
+            llmr_log_error(COMPONENT, "cannot start the HTTP API: %s", llmr_strbuf_cstr(&err));
+            llmr_control_server_stop(ctl);
+            llmr_engine_host_free(h);
+            goto done;
+        }
+        llmr_log_info(COMPONENT, "HTTP API listening on http://%s:%u",
+                      llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_node_http_port(http));
+        write_port_file(data_dir, llmr_node_http_port(http));
+    }
+    if (no->router_url) {
+        char node_url[512];
+        if (no->node_url)
+            snprintf(node_url, sizeof node_url, "%s", no->node_url);
+        else
+            snprintf(node_url, sizeof node_url, "http://%s:%u", llmr_config_get(cfg, LLMR_CONFIG_HOST),
+                     http ? llmr_node_http_port(http) : 0);
+        llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
+                                       no->origin_allowlist, no->prefer_origin, no->allow_cpu,
+                                       no->heartbeat_ms};
+        if (llmr_router_link_start(&lo, h, http, &link, &err) != LLMR_OK) {
+            llmr_log_error(COMPONENT, "cannot start the router link: %s", llmr_strbuf_cstr(&err));
+            llmr_node_http_stop(http);
+            llmr_control_server_stop(ctl);
+            llmr_engine_host_free(h);
+            goto done;
+        }
+    }
     json_t *status = llmr_engine_host_status(h);
     llmr_log_info(COMPONENT, "node running (pid %d): %zu model(s), %zu engine plugin(s), %zu "
                              "refused; control socket %s; SIGHUP or `llmr node reload-plugins` "
@@ -210,6 +272,8 @@ int llmr_node_run(const llmr_config *cfg)
                       sig == SIGINT ? "SIGINT" : "SIGTERM");
         break;
     }
+    llmr_router_link_stop(link);
+    llmr_node_http_stop(http);
     llmr_control_server_stop(ctl);
     llmr_engine_host_free(h);
     rc = 0;

@@ -1,7 +1,8 @@
 /* `llmr node`: runs a node on this machine: the engine host with the installed
  * engine plugins and the models under DATA_DIR/models, the control socket, and the
  * signals an operator sends (SIGHUP reloads the plugins, SIGINT and SIGTERM stop the
- * node, ending running requests).  The HTTP API and the router link come on top. */
+ * node, ending running requests), the HTTP API (node_http.h) and, with a router, the
+ * link to it (router_link.h). */
 #ifndef LLMR_NODE_NODE_SERVICE_H
 #define LLMR_NODE_NODE_SERVICE_H
 
@@ -18,7 +19,25 @@ void llmr_node_plugin_dirs_free(char **dirs);
 void llmr_node_host_options(const llmr_config *cfg, char **plugin_dirs, size_t count,
                             llmr_engine_host_options *o);
 
-/* Runs until SIGINT or SIGTERM; returns the exit code. */
-int llmr_node_run(const llmr_config *cfg);
+/* What `llmr node` takes beyond the common settings (llmr_config). */
+typedef struct llmr_node_options {
+    const char *router_url;       /* register with this router; NULL: none */
+    const char *node_key;         /* presented to the router (Bearer) */
+    const char *node_url;         /* how the router reaches this node; NULL: http://HOST:PORT */
+    const char *node_name;        /* NULL: the host name */
+    const char *api_key;          /* clients of this node's API must present it; NULL: none */
+    const char *origin_allowlist; /* hosts a model file may come from directly */
+    bool prefer_origin;           /* fetch from an allowed origin before the router */
+    bool allow_cpu;               /* register even without a GPU */
+    bool no_http;                 /* no HTTP API (the control socket only) */
+    unsigned heartbeat_ms;        /* default 5000 */
+} llmr_node_options;
+
+void llmr_node_options_default(llmr_node_options *o);
+
+/* Runs until SIGINT or SIGTERM; returns the exit code.  The HTTP API listens on the
+ * settings' host and port (port 0: any free port); the port is logged and written to
+ * DATA_DIR/run/http.port. */
+int llmr_node_run(const llmr_config *cfg, const llmr_node_options *o);
 
 #endif

@@ -1,2 +1,581 @@
-/* placeholder until implemented */
+/* The node's link to its router: see router_link.h and docs/node-router-protocol.md.
+ *
+ * Two threads: the link thread registers (again after a 404 on a heartbeat: the
+ * router restarted), sends heartbeats and reads the router's model list; the sync
+ * thread fetches the models that list names, one at a time, so that a long download
+ * never delays a heartbeat.  The state both share (registration, each model's sync
+ * progress and outcome) sits under one lock. */
 #include "node/router_link.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/fs_util.h"
+#include "common/log.h"
+#include "node/model_sync.h"
+
+#define COMPONENT "router-link"
+#define MAX_RESPONSE (8u << 20)
+#define MAX_MODELS 1024
+
+/* A model the router lists, and what this node did about it. */
+typedef struct synced {
+    char *name;
+    char *state;        /* "queued", "syncing", "ready" (added to the host), "failed" */
+    char *reason;       /* when failed */
+    llmr_sync_progress progress;
+    char *file;         /* progress.file, owned */
+    uint64_t retry_at_ms; /* a failed sync is tried again after this */
+} synced;
+
+struct llmr_router_link {
+    llmr_router_link_options o;   /* strings owned */
+    char *auth;                   /* "Authorization: Bearer KEY" or NULL */
+    llmr_engine_host *host;
+    llmr_node_http *http;
+    pthread_t link_thread, sync_thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;          /* stop, or new work for the sync thread */
+    bool stopping;
+    char *node_id;                /* NULL until registered */
+    unsigned interval_ms;
+    synced *models;
+    size_t n_models;
+    uint64_t last_progress_ms;
+};
+
+/* ---- HTTP with JSON --------------------------------------------------------------- */
+
+static size_t collect(char *data, size_t size, size_t n, void *user)
+{
+    llmr_strbuf *sb = user;
+    if (sb->len + size * n > MAX_RESPONSE)
+        return 0;
+    llmr_strbuf_append(sb, data, size * n);
+    return size * n;
+}
+
+/* method url [body] -> the HTTP status (0: no answer, err says why) and the parsed
+ * answer when it is JSON. */
+static long request(llmr_router_link *l, const char *method, const char *path, const json_t *body,
+                    json_t **answer, llmr_strbuf *err)
+{
+    *answer = NULL;
+    CURL *c = curl_easy_init();
+    if (!c) {
+        llmr_strbuf_puts(err, "cannot start an HTTP client");
+        return 0;
+    }
+    char *url = NULL;
+    llmr_strbuf u = LLMR_STRBUF_INIT, got = LLMR_STRBUF_INIT;
+    llmr_strbuf_printf(&u, "%s%s", l->o.router_url, path);
+    url = llmr_strbuf_take(&u);
+    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    if (l->auth)
+        headers = curl_slist_append(headers, l->auth);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
+    if (text)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+    long status = 0;
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK) {
+        llmr_strbuf_printf(err, "%s %s: %s", method, url ? url : path, curl_easy_strerror(rc));
+    } else {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        *answer = json_loadb(got.data ? got.data : "", got.len, 0, NULL);
+        if (status >= 400) {
+            const char *msg = json_string_value(json_object_get(json_object_get(*answer, "error"), "message"));
+            llmr_strbuf_printf(err, "%s %s answered %ld: %s", method, url ? url : path, status,
+                               msg ? msg : "(no error message)");
+        }
+    }
+    free(text);
+    free(url);
+    llmr_strbuf_free(&got);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(c);
+    return status;
+}
+
+/* ---- what the node tells the router ---------------------------------------------- */
+
+static json_t *registration(llmr_router_link *l)
+{
+    json_t *status = llmr_engine_host_status(l->host);
+    json_t *res = json_object_get(status, "resources");
+    json_t *gpus = json_array(), *g;
+    size_t i;
+    json_array_foreach(json_object_get(res, "gpus"), i, g)
+        json_array_append_new(gpus, json_pack("{s:O, s:O}", "name", json_object_get(g, "name"),
+                                              "vram_total", json_object_get(g, "total_bytes")));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o}", "name", l->o.node_name, "url", l->o.node_url,
+                          "version", LLMR_VERSION, "has_gpu", json_array_size(gpus) > 0, "allow_cpu",
+                          l->o.allow_cpu, "gpus", gpus);
+    json_t *ram = json_object_get(json_object_get(res, "ram"), "total_bytes");
+    if (ram)
+        json_object_set(o, "ram_total", ram);
+    json_decref(status);
+    return o;
+}
+
+static json_t *sync_json(const synced *m)
+{
+    const llmr_sync_progress *p = &m->progress;
+    json_t *s = json_pack("{s:s, s:I, s:I, s:i, s:i}", "state", p->state ? p->state : "checking",
+                          "bytes_done", (json_int_t)p->bytes_done, "bytes_total",
+                          (json_int_t)p->bytes_total, "files_done", (int)p->files_done, "files_total",
+                          (int)p->files_total);
+    if (m->file)
+        json_object_set_new(s, "file", json_string(m->file));
+    return s;
+}
+
+/* Caller holds the lock. */
+static synced *find_synced(llmr_router_link *l, const char *name)
+{
+    for (size_t i = 0; i < l->n_models; i++)
+        if (strcmp(l->models[i].name, name) == 0)
+            return &l->models[i];
+    return NULL;
+}
+
+static json_t *heartbeat(llmr_router_link *l)
+{
+    json_t *status = llmr_engine_host_status(l->host);
+    json_t *res = json_object_get(status, "resources"), *models = json_array(), *m, *g;
+    size_t i;
+    uint64_t vram_used = 0, vram_total = 0;
+    json_array_foreach(json_object_get(res, "gpus"), i, g)
+    {
+        vram_used += (uint64_t)json_integer_value(json_object_get(g, "used_bytes"));
+        vram_total += (uint64_t)json_integer_value(json_object_get(g, "total_bytes"));
+    }
+    pthread_mutex_lock(&l->lock);
+    json_array_foreach(json_object_get(status, "models"), i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *state = json_string_value(json_object_get(m, "state"));
+        bool ready = state && (!strcmp(state, "ready") || !strcmp(state, "idle") || !strcmp(state, "loading"));
+        json_t *e = json_pack("{s:s, s:s}", "name", name, "state", ready ? "ready" : state && !strcmp(state, "failed") ? "failed" : "not_ready");
+        json_t *reason = json_object_get(m, "reason");
+        if (!ready && reason)
+            json_object_set(e, "reason", reason);
+        json_array_append_new(models, e);
+    }
+    for (size_t k = 0; k < l->n_models; k++) {
+        synced *s = &l->models[k];
+        if (!strcmp(s->state, "ready"))
+            continue; /* the host's entry above says it */
+        json_t *e = json_pack("{s:s, s:s}", "name", s->name, "state",
+                              !strcmp(s->state, "failed") ? "failed" : "syncing");
+        if (s->reason)
+            json_object_set_new(e, "reason", json_string(s->reason));
+        else
+            json_object_set_new(e, "sync", sync_json(s));
+        json_array_append_new(models, e);
+    }
+    pthread_mutex_unlock(&l->lock);
+    json_t *ram = json_object_get(res, "ram");
+    json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "in_flight",
+                          (int)(l->http ? llmr_node_http_in_flight(l->http) : 0), "ram_used",
+                          json_integer_value(json_object_get(ram, "used_bytes")), "ram_total",
+                          json_integer_value(json_object_get(ram, "total_bytes")), "vram_used",
+                          (json_int_t)vram_used, "vram_total", (json_int_t)vram_total, "models", models);
+    json_decref(status);
+    return o;
+}
+
+/* ---- the link thread ------------------------------------------------------------------ */
+
+static bool do_register(llmr_router_link *l, llmr_strbuf *err)
+{
+    json_t *body = registration(l), *answer = NULL;
+    long st = request(l, "POST", "/v0/nodes", body, &answer, err);
+    json_decref(body);
+    const char *id = json_string_value(json_object_get(answer, "node_id"));
+    bool ok = st == 200 && id;
+    if (st == 200 && !id)
+        llmr_strbuf_puts(err, "the router's registration answer has no node_id");
+    if (ok) {
+        json_t *iv = json_object_get(answer, "heartbeat_interval_s");
+        pthread_mutex_lock(&l->lock);
+        free(l->node_id);
+        l->node_id = strdup(id);
+        if (json_is_number(iv) && json_number_value(iv) >= 0.1 && json_number_value(iv) <= 3600)
+            l->interval_ms = (unsigned)(json_number_value(iv) * 1000);
+        pthread_mutex_unlock(&l->lock);
+        llmr_log_info(COMPONENT, "registered with %s as %s", l->o.router_url, id);
+    }
+    json_decref(answer);
+    return ok;
+}
+
+/* Reads the router's model list and queues the models this node does not have yet. */
+static void read_models(llmr_router_link *l)
+{
+    json_t *answer = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    long st = request(l, "GET", "/v0/models", NULL, &answer, &err);
+    json_t *list = json_object_get(answer, "models"), *m;
+    size_t i;
+    if (st != 200 || !json_is_array(list)) {
+        llmr_log_warn(COMPONENT, "cannot read the router's models: %s",
+                      err.len ? llmr_strbuf_cstr(&err) : "no \"models\" array in the answer");
+        goto done;
+    }
+    pthread_mutex_lock(&l->lock);
+    bool added = false;
+    json_array_foreach(list, i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!name || !llmr_file_name_is_safe(name) || find_synced(l, name) || l->n_models >= MAX_MODELS)
+            continue;
+        synced *grown = realloc(l->models, (l->n_models + 1) * sizeof *grown);
+        if (!grown)
+            break;
+        l->models = grown;
+        synced *s = &l->models[l->n_models];
+        memset(s, 0, sizeof *s);
+        s->name = strdup(name);
+        s->state = strdup("queued");
+        if (!s->name || !s->state) {
+            free(s->name);
+            free(s->state);
+            break;
+        }
+        l->n_models++;
+        added = true;
+    }
+    if (added)
+        pthread_cond_broadcast(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+done:
+    json_decref(answer);
+    llmr_strbuf_free(&err);
+}
+
+/* Waits ms or until stopped; true when stopping. */
+static bool wait_ms(llmr_router_link *l, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&l->lock);
+    while (!l->stopping && pthread_cond_timedwait(&l->wake, &l->lock, &ts) == 0)
+        ;
+    bool stop = l->stopping;
+    pthread_mutex_unlock(&l->lock);
+    return stop;
+}
+
+static void *link_main(void *arg)
+{
+    llmr_router_link *l = arg;
+    uint64_t backoff = 500;
+    char last_error[512] = "";
+    for (;;) {
+        llmr_strbuf err = LLMR_STRBUF_INIT;
+        pthread_mutex_lock(&l->lock);
+        bool registered = l->node_id != NULL;
+        pthread_mutex_unlock(&l->lock);
+        if (!registered) {
+            if (!do_register(l, &err)) {
+                /* the same failure is logged once, not every try */
+                if (strcmp(last_error, llmr_strbuf_cstr(&err)) != 0) {
+                    llmr_log_warn(COMPONENT, "cannot register with the router (trying again): %s",
+                                  llmr_strbuf_cstr(&err));
+                    snprintf(last_error, sizeof last_error, "%s", llmr_strbuf_cstr(&err));
+                }
+                llmr_strbuf_free(&err);
+                if (wait_ms(l, backoff))
+                    break;
+                backoff = backoff * 2 > 30000 ? 30000 : backoff * 2;
+                continue;
+            }
+            backoff = 500;
+            last_error[0] = 0;
+        } else {
+            json_t *body = heartbeat(l), *answer = NULL;
+            char path[300];
+            pthread_mutex_lock(&l->lock);
+            snprintf(path, sizeof path, "/v0/nodes/%s/heartbeat", l->node_id);
+            pthread_mutex_unlock(&l->lock);
+            long st = request(l, "POST", path, body, &answer, &err);
+            json_decref(body);
+            json_decref(answer);
+            if (st == 404) { /* the router forgot this node: register again now */
+                llmr_log_info(COMPONENT, "the router does not know this node any more; registering again");
+                pthread_mutex_lock(&l->lock);
+                free(l->node_id);
+                l->node_id = NULL;
+                pthread_mutex_unlock(&l->lock);
+                llmr_strbuf_free(&err);
+                continue;
+            }
+            if (st != 200)
+                llmr_log_warn(COMPONENT, "heartbeat failed: %s", llmr_strbuf_cstr(&err));
+        }
+        llmr_strbuf_free(&err);
+        read_models(l);
+        pthread_mutex_lock(&l->lock);
+        unsigned interval = l->interval_ms;
+        pthread_mutex_unlock(&l->lock);
+        if (wait_ms(l, interval))
+            break;
+    }
+    return NULL;
+}
+
+/* ---- the sync thread ----------------------------------------------------------------- */
+
+static bool on_progress(void *user, const llmr_sync_progress *p)
+{
+    llmr_router_link *l = user;
+    pthread_mutex_lock(&l->lock);
+    synced *s = find_synced(l, p->model);
+    if (s) {
+        s->progress = *p;
+        s->progress.model = NULL;
+        s->progress.file = NULL;
+        if (!s->file || !p->file || strcmp(s->file, p->file) != 0) {
+            free(s->file);
+            s->file = p->file ? strdup(p->file) : NULL;
+        }
+    }
+    bool stop = l->stopping;
+    pthread_mutex_unlock(&l->lock);
+    return !stop;
+}
+
+static void set_state(llmr_router_link *l, const char *name, const char *state, const char *reason)
+{
+    pthread_mutex_lock(&l->lock);
+    synced *s = find_synced(l, name);
+    if (s) {
+        free(s->state);
+        s->state = strdup(state);
+        free(s->reason);
+        s->reason = reason ? strdup(reason) : NULL;
+        if (!strcmp(state, "failed"))
+            s->retry_at_ms = llmr_now_ms() + 60000;
+    }
+    pthread_mutex_unlock(&l->lock);
+}
+
+static bool host_has(llmr_router_link *l, const char *name)
+{
+    json_t *status = llmr_engine_host_status(l->host), *m;
+    size_t i;
+    bool found = false;
+    json_array_foreach(json_object_get(status, "models"), i, m)
+        found |= !strcmp(json_string_value(json_object_get(m, "name")), name);
+    json_decref(status);
+    return found;
+}
+
+static void sync_one(llmr_router_link *l, const char *name)
+{
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    json_t *manifest = NULL, *skipped = NULL;
+    char path[400];
+    snprintf(path, sizeof path, "/v0/models/%s/manifest", name);
+    long st = request(l, "GET", path, NULL, &manifest, &err);
+    if (st != 200 || !json_is_object(manifest)) {
+        if (!err.len)
+            llmr_strbuf_puts(&err, "the manifest is not a JSON object");
+        llmr_log_error(COMPONENT, "model %s: cannot read its manifest: %s", name, llmr_strbuf_cstr(&err));
+        set_state(l, name, "failed", llmr_strbuf_cstr(&err));
+        goto done;
+    }
+    llmr_sync_options so;
+    llmr_sync_options_default(&so);
+    so.data_dir = l->o.data_dir;
+    so.router_url = l->o.router_url;
+    so.auth_header = l->auth;
+    so.origin_allowlist = l->o.origin_allowlist ? l->o.origin_allowlist : "";
+    so.prefer_origin = l->o.prefer_origin;
+    so.progress = on_progress;
+    so.user = l;
+    llmr_log_info(COMPONENT, "model %s: syncing", name);
+    llmr_status s = llmr_model_sync(&so, manifest, &skipped, &err);
+    if (s != LLMR_OK) {
+        llmr_log_error(COMPONENT, "model %s: sync failed (%s): %s", name, llmr_status_name(s),
+                       llmr_strbuf_cstr(&err));
+        set_state(l, name, "failed", llmr_strbuf_cstr(&err));
+        goto done;
+    }
+    size_t i;
+    json_t *sk;
+    json_array_foreach(skipped, i, sk)
+        llmr_log_warn(COMPONENT, "model %s: optional file %s skipped: %s", name,
+                      json_string_value(json_object_get(sk, "path")),
+                      json_string_value(json_object_get(sk, "error")));
+    if (!host_has(l, name)) {
+        char *models = llmr_path_join(l->o.data_dir, "models");
+        char *dir = models ? llmr_path_join(models, name) : NULL;
+        const char *format = json_string_value(json_object_get(manifest, "format"));
+        llmr_model_spec spec = {name, dir, format, NULL, 0, NULL};
+        llmr_strbuf_reset(&err);
+        s = dir ? llmr_engine_host_add_model(l->host, &spec, &err) : LLMR_OOM_RAM;
+        free(dir);
+        free(models);
+        if (s != LLMR_OK) {
+            llmr_log_error(COMPONENT, "model %s: synced but not served: %s", name, llmr_strbuf_cstr(&err));
+            set_state(l, name, "failed", llmr_strbuf_cstr(&err));
+            goto done;
+        }
+    }
+    llmr_log_info(COMPONENT, "model %s: synced and verified", name);
+    set_state(l, name, "ready", NULL);
+done:
+    json_decref(manifest);
+    json_decref(skipped);
+    llmr_strbuf_free(&err);
+}
+
+static void *sync_main(void *arg)
+{
+    llmr_router_link *l = arg;
+    pthread_mutex_lock(&l->lock);
+    while (!l->stopping) {
+        char *next = NULL;
+        uint64_t now = llmr_now_ms();
+        for (size_t i = 0; i < l->n_models && !next; i++) {
+            synced *s = &l->models[i];
+            if (!strcmp(s->state, "queued") || (!strcmp(s->state, "failed") && now >= s->retry_at_ms)) {
+                next = strdup(s->name);
+                free(s->state);
+                s->state = strdup("syncing");
+                free(s->reason);
+                s->reason = NULL;
+            }
+        }
+        if (!next) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&l->wake, &l->lock, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&l->lock);
+        sync_one(l, next);
+        free(next);
+        pthread_mutex_lock(&l->lock);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+/* ---- lifetime --------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+llmr_status llmr_router_link_start(const llmr_router_link_options *o, llmr_engine_host *host,
+                                   llmr_node_http *http, llmr_router_link **out, llmr_strbuf *err)
+{
+    *out = NULL;
+    if (!o->router_url || (strncmp(o->router_url, "http://", 7) && strncmp(o->router_url, "https://", 8))) {
+        llmr_strbuf_printf(err, "the router URL \"%s\" must start with http:// or https://",
+                           o->router_url ? o->router_url : "");
+        return LLMR_INVALID_ARGUMENT;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    llmr_router_link *l = calloc(1, sizeof *l);
+    if (!l) {
+        llmr_strbuf_puts(err, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    l->o = *o;
+    l->o.router_url = dup_or_null(o->router_url);
+    l->o.node_key = NULL;
+    l->o.node_url = dup_or_null(o->node_url);
+    l->o.node_name = dup_or_null(o->node_name ? o->node_name : "llmr");
+    l->o.data_dir = dup_or_null(o->data_dir);
+    l->o.origin_allowlist = dup_or_null(o->origin_allowlist);
+    /* a trailing slash would double in the paths */
+    char *slash = (char *)l->o.router_url;
+    for (size_t n = slash ? strlen(slash) : 0; n > 0 && slash[n - 1] == '/'; n--)
+        slash[n - 1] = 0;
+    if (o->node_key && *o->node_key) {
+        llmr_strbuf a = LLMR_STRBUF_INIT;
+        llmr_strbuf_printf(&a, "Authorization: Bearer %s", o->node_key);
+        l->auth = llmr_strbuf_take(&a);
+    }
+    l->host = host;
+    l->http = http;
+    l->interval_ms = o->heartbeat_ms ? o->heartbeat_ms : 5000;
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->wake, NULL);
+    bool link_started = false;
+    if (pthread_create(&l->link_thread, NULL, link_main, l) == 0) {
+        link_started = true;
+        if (pthread_create(&l->sync_thread, NULL, sync_main, l) == 0) {
+            *out = l;
+            llmr_log_info(COMPONENT, "linking to router %s (heartbeat every %.1f s)", l->o.router_url,
+                          l->interval_ms / 1000.0);
+            return LLMR_OK;
+        }
+    }
+    pthread_mutex_lock(&l->lock);
+    l->stopping = true;
+    pthread_cond_broadcast(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+    if (link_started)
+        pthread_join(l->link_thread, NULL);
+    llmr_strbuf_puts(err, "cannot start the router link's threads");
+    l->sync_thread = 0;
+    llmr_router_link_stop(l);
+    return LLMR_INTERNAL;
+}
+
+void llmr_router_link_stop(llmr_router_link *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->lock);
+    bool running = !l->stopping;
+    l->stopping = true;
+    pthread_cond_broadcast(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+    if (running) {
+        pthread_join(l->link_thread, NULL);
+        pthread_join(l->sync_thread, NULL);
+    }
+    for (size_t i = 0; i < l->n_models; i++) {
+        free(l->models[i].name);
+        free(l->models[i].state);
+        free(l->models[i].reason);
+        free(l->models[i].file);
+    }
+    free(l->models);
+    free(l->node_id);
+    free(l->auth);
+    free((char *)l->o.router_url);
+    free((char *)l->o.node_url);
+    free((char *)l->o.node_name);
+    free((char *)l->o.data_dir);
+    free((char *)l->o.origin_allowlist);
+    pthread_mutex_destroy(&l->lock);
+    pthread_cond_destroy(&l->wake);
+    free(l);
+}

@@ -12,6 +12,7 @@ cleanup() { [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null; rm -rf "$tmp"
 trap cleanup EXIT
 source "$(dirname "$0")/check_lib.sh"
 export LLMR_DATA_DIR="$tmp/data"
+export LLMR_PORT=0 # the HTTP API on any free port: tests run side by side
 
 expect 1 "status without a node" -- "$LLMR" node status
 has "$err" "no node answers on" "status names the socket"
@@ -65,7 +66,7 @@ kill -0 "$node_pid" 2>/dev/null && fail "the node did not stop on SIGTERM"
 wait "$node_pid"; rc=$?
 [[ $rc -eq 0 ]] || fail "the node exited $rc on SIGTERM"
 node_pid=
-[[ -n $pid1 ]] && kill -0 "$pid1" 2>/dev/null && fail "worker $pid1 outlived the node"
+[[ -n $pid1 ]] && kill -0 "$pid1" 2>/dev/null && { ps -o pid,ppid,stat,cmd -p "$pid1"; fail "worker $pid1 outlived the node"; }
 [[ -e "$tmp/data/run/node.sock" ]] && fail "the control socket was left behind"
 
 [[ $failures -gt 0 ]] && { echo "--- node log"; cat "$tmp/node.log"; }

@@ -1,0 +1,43 @@
+/* What the node's HTTP API needs of a model beyond the engine: its tokenizer, its chat
+ * template (chat_template.jinja, else tokenizer_config.json's chat_template, else the
+ * default ChatML template) and the special tokens the template refers to (bos_token,
+ * eos_token from tokenizer_config.json).  Loaded on a model's first request and kept:
+ * the cache hands out references that stay valid until llmr_node_prompts_free. */
+#ifndef LLMR_NODE_NODE_PROMPT_H
+#define LLMR_NODE_NODE_PROMPT_H
+
+#include <jansson.h>
+
+#include "common/strbuf.h"
+#include "llmr/status.h"
+#include "tokenizer/ids.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct llmr_node_prompt llmr_node_prompt;
+typedef struct llmr_node_prompts llmr_node_prompts;
+
+llmr_node_prompts *llmr_node_prompts_new(void);
+void llmr_node_prompts_free(llmr_node_prompts *c);
+
+/* The model's prompt context, loaded from dir on first use (thread-safe).  NULL with
+ * err (and *status) when its tokenizer or template cannot be loaded. */
+const llmr_node_prompt *llmr_node_prompts_get(llmr_node_prompts *c, const char *name,
+                                              const char *dir, llmr_status *status,
+                                              llmr_strbuf *err);
+
+const llmr_tokenizer *llmr_node_prompt_tokenizer(const llmr_node_prompt *p);
+
+/* Renders chat messages (and tools, and chat_template_kwargs) with the model's
+ * template and add_generation_prompt, into out.  false with err: the template's error
+ * (a raise_exception message passes through). */
+bool llmr_node_prompt_render(const llmr_node_prompt *p, const json_t *messages, const json_t *tools,
+                             const json_t *kwargs, llmr_strbuf *out, llmr_strbuf *err);
+
+/* Encodes a prompt, recognising special tokens (a rendered template holds them). */
+llmr_status llmr_node_prompt_encode(const llmr_node_prompt *p, const char *text, size_t len,
+                                    llmr_ids *out, llmr_strbuf *err);
+
+/* The text of one token for logprobs (special tokens included), into out. */
+void llmr_node_prompt_token_text(const llmr_node_prompt *p, int32_t id, llmr_strbuf *out);
+
+#endif
