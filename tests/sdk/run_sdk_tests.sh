@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The official OpenAI Node SDK (pinned in package-lock.json) against a real node: the
+# SDK is installed with `npm ci` into BUILD_DIR/sdk-cache (again only when the lock
+# file changes), a node serves the loopback model over HTTP on a free port, and
+# `node --test` runs openai_sdk.test.mjs against it.  The node must then stop cleanly
+# on SIGTERM.
+# Usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR
+set -u
+LLMR=${1:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR}
+BUILD_DIR=${2:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+for tool in node npm; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    die "'$tool' is not installed; the SDK tests need Node.js 18 or later and npm: run 'make deps'"
+done
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[[ $node_major -ge 18 ]] || die "Node.js $(node --version) is too old (18 or later is needed): run 'make deps'"
+
+# ---- the SDK, installed once per lock file -------------------------------------------
+mkdir -p "$BUILD_DIR" || die "cannot create $BUILD_DIR"
+cache="$(cd "$BUILD_DIR" && pwd)/sdk-cache"
+sum=$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -d' ' -f1)
+if [[ ! -d "$cache/node_modules/openai" || "$(cat "$cache/lock.sha256" 2>/dev/null)" != "$sum" ]]; then
+  echo "sdk: installing the OpenAI SDK into $cache (npm ci)"
+  rm -rf "$cache"
+  mkdir -p "$cache" || die "cannot create $cache"
+  cp "$here/package.json" "$here/package-lock.json" "$cache/" || die "cannot copy the npm project"
+  (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) ||
+    die "npm ci failed in $cache (the npm registry must be reachable the first time)"
+  echo "$sum" >"$cache/lock.sha256"
+fi
+# ESM imports resolve from the importing file's folder up, so the test runs from a
+# copy beside the cache's node_modules.
+cp "$here/openai_sdk.test.mjs" "$cache/" || die "cannot copy the test file"
+sdk_version=$(node -p 'require(process.argv[1]).version' "$cache/node_modules/openai/package.json")
+
+# ---- a node serving the loopback model -----------------------------------------------
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-sdk-XXXXXX")
+node_pid=
+cleanup() { [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+export LLMR_DATA_DIR="$tmp/data"
+
+"$LLMR" model synth --preset loopback --out "$tmp/data/models/loop" >"$tmp/synth.log" 2>&1 ||
+  die "synthesizing the loopback model failed: $(cat "$tmp/synth.log")"
+"$LLMR" node --host 127.0.0.1 --port 0 >"$tmp/node.log" 2>&1 &
+node_pid=$!
+
+node_failed() {
+  echo "FAIL: $*" >&2
+  echo "--- node log" >&2
+  cat "$tmp/node.log" >&2
+  exit 1
+}
+
+port=
+for _ in $(seq 200); do # 10 s
+  kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited before serving HTTP"
+  port=$(cat "$tmp/data/run/http.port" 2>/dev/null)
+  [[ $port =~ ^[0-9]+$ ]] && break
+  port=
+  sleep 0.05
+done
+[[ -n $port ]] || node_failed "the node wrote no run/http.port within 10 s"
+base="http://127.0.0.1:$port"
+
+# /health answers 200 (Node's own fetch: no other tool needed).
+health_ok=0
+for _ in $(seq 100); do # 10 s
+  if node -e 'fetch(process.argv[1]).then(r => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))' \
+      "$base/health"; then
+    health_ok=1
+    break
+  fi
+  kill -0 "$node_pid" 2>/dev/null || node_failed "the node exited before /health answered"
+  sleep 0.1
+done
+[[ $health_ok -eq 1 ]] || node_failed "GET $base/health did not answer 200 within 10 s"
+
+# ---- the tests -----------------------------------------------------------------------
+echo "sdk: openai $sdk_version on Node.js $(node --version) against $base"
+(cd "$cache" && LLMR_BASE_URL="$base/v1" node --test openai_sdk.test.mjs)
+tests_rc=$?
+
+# ---- a clean stop --------------------------------------------------------------------
+failures=0
+if kill -0 "$node_pid" 2>/dev/null; then
+  kill -TERM "$node_pid"
+  for _ in $(seq 200); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.05; done
+  if kill -0 "$node_pid" 2>/dev/null; then
+    echo "FAIL: the node did not stop within 10 s of SIGTERM" >&2
+    failures=1
+  else
+    wait "$node_pid"
+    rc=$?
+    node_pid=
+    [[ $rc -eq 0 ]] || { echo "FAIL: the node exited $rc on SIGTERM" >&2; failures=1; }
+  fi
+else
+  echo "FAIL: the node died during the SDK tests" >&2
+  failures=1
+fi
+
+if [[ $tests_rc -ne 0 || $failures -ne 0 ]]; then
+  [[ $tests_rc -ne 0 ]] && echo "FAIL: node --test exited $tests_rc" >&2
+  echo "--- node log" >&2
+  cat "$tmp/node.log" >&2
+  exit 1
+fi
+echo "all SDK checks passed"
+exit 0
