@@ -96,8 +96,11 @@ static long request(llmr_router_link *l, const char *method, const char *path, c
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         *answer = json_loadb(got.data ? got.data : "", got.len, 0, NULL);
         if (status >= 400) {
-            const char *msg = json_string_value(json_object_get(json_object_get(*answer, "error"), "message"));
-            llmr_strbuf_printf(err, "%s %s answered %ld: %s", method, url ? url : path, status,
+            const json_t *e = json_object_get(*answer, "error");
+            const char *msg = json_string_value(json_object_get(e, "message"));
+            const char *code = json_string_value(json_object_get(e, "code"));
+            llmr_strbuf_printf(err, "%s %s answered %ld%s%s%s: %s", method, url ? url : path, status,
+                               code ? " (" : "", code ? code : "", code ? ")" : "",
                                msg ? msg : "(no error message)");
         }
     }
@@ -421,12 +424,7 @@ static void sync_one(llmr_router_link *l, const char *name)
         set_state(l, name, "failed", llmr_strbuf_cstr(&err));
         goto done;
     }
-    size_t i;
-    json_t *sk;
-    json_array_foreach(skipped, i, sk)
-        llmr_log_warn(COMPONENT, "model %s: optional file %s skipped: %s", name,
-                      json_string_value(json_object_get(sk, "path")),
-                      json_string_value(json_object_get(sk, "error")));
+    /* the sync logged each optional file it skipped */
     if (!host_has(l, name)) {
         char *models = llmr_path_join(l->o.data_dir, "models");
         char *dir = models ? llmr_path_join(models, name) : NULL;

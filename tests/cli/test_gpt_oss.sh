@@ -89,7 +89,7 @@ expect 2 "bench engine without DIR" -- "$LLMR" bench engine --runs 1
 expect 2 "bench engine, an unknown option" -- "$LLMR" "${bench[@]}" --frobnicate
 
 # The same through a node: the same tokens.
-LLMR_DATA_DIR="$tmp/data" LLMR_LOG_LEVEL=warn "$LLMR" node >"$tmp/node.log" 2>&1 &
+LLMR_DATA_DIR="$tmp/data" LLMR_LOG_LEVEL=warn LLMR_PORT=0 "$LLMR" node >"$tmp/node.log" 2>&1 &
 node_pid=$!
 for _ in $(seq 200); do [[ -S "$tmp/data/run/node.sock" ]] && break; sleep 0.05; done
 expect 0 "generate through a node" -- env LLMR_DATA_DIR="$tmp/data" "$LLMR" node generate tiny --prompt-ids 5,17,300 --temperature 0 --max-tokens 12 --json
