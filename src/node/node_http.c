@@ -267,8 +267,14 @@ static void send_chunk(gen *g, json_t *chunk)
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     llmr_oai_sse_data(&sb, chunk);
     json_decref(chunk);
-    if (!g->gone && !llmr_http_stream_write(g->out, sb.data, sb.len))
+    pthread_mutex_lock(&g->lock);
+    bool gone = g->gone;
+    pthread_mutex_unlock(&g->lock);
+    if (!gone && !llmr_http_stream_write(g->out, sb.data, sb.len)) {
+        pthread_mutex_lock(&g->lock);
         g->gone = true;
+        pthread_mutex_unlock(&g->lock);
+    }
     llmr_strbuf_free(&sb);
 }
 
@@ -317,8 +323,7 @@ static void stream_end(gen *g)
     }
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     llmr_oai_sse_done(&sb);
-    if (!g->gone)
-        llmr_http_stream_write(g->out, sb.data, sb.len);
+    llmr_http_stream_write(g->out, sb.data, sb.len); /* false when the client has gone */
     llmr_strbuf_free(&sb);
     /* After this on_close does not run any more (one that was running has finished):
      * the stream's reference is ours to give back unless on_close took it. */
