@@ -12,6 +12,16 @@
 #include "storage/st_writer.h"
 #include "template/template.h"
 
+/* A seed whose first byte is the target's choice of parser, then text. */
+static void seed_with_kind(const char *dir, const char *name, char kind, const char *text)
+{
+    llmr_strbuf sb = LLMR_STRBUF_INIT;
+    llmr_strbuf_putc(&sb, kind);
+    llmr_strbuf_puts(&sb, text);
+    fx_write(dir, name, sb.data, sb.len);
+    llmr_strbuf_free(&sb);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -163,5 +173,28 @@ int main(int argc, char **argv)
         llmr_strbuf_reset(&sb);
     }
     llmr_strbuf_free(&sb);
+
+    /* openai: the first byte picks chat (0), completions (1) or a sync manifest (2) */
+    snprintf(dir, sizeof dir, "%s/openai", argv[1]);
+    mkdir(dir, 0755);
+    seed_with_kind(dir, "chat.bin", 0,
+                  "{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"s\"}, "
+                  "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"hi\"}]}, "
+                  "{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c\", "
+                  "\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{}\"}}]}, "
+                  "{\"role\": \"tool\", \"tool_call_id\": \"c\", \"content\": \"r\"}], "
+                  "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], "
+                  "\"stream\": true, \"stream_options\": {\"include_usage\": true}, \"max_tokens\": 9, "
+                  "\"temperature\": 0.5, \"top_p\": 0.9, \"stop\": [\"a\", \"b\"], \"seed\": -3, "
+                  "\"logprobs\": true, \"top_logprobs\": 2, \"chat_template_kwargs\": {\"x\": 1}}");
+    seed_with_kind(dir, "completion.bin", 1,
+                  "{\"model\": \"m\", \"prompt\": [[1, 2, 3]], \"max_tokens\": 4, \"logprobs\": 3, "
+                  "\"stop\": \"x\", \"presence_penalty\": 1.5, \"n\": 1}");
+    seed_with_kind(dir, "manifest.bin", 2,
+                  "{\"name\": \"tiny\", \"format\": \"safetensors\", \"files\": [{\"path\": "
+                  "\"config.json\", \"size\": 10, \"sha256\": \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"
+                  "2b0b822cd15d6c15b0f00a08\", \"required\": true, \"url\": \"/v0/models/tiny/files/"
+                  "config.json\"}, {\"path\": \"sub/a.bin\", \"size\": 0, \"required\": false, "
+                  "\"url\": \"/x\", \"origin_url\": \"https://huggingface.co/o/r/resolve/main/a.bin\"}]}");
     return 0;
 }

@@ -26,12 +26,12 @@ done
 declare -A seeds=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
                   [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
                   [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire
-                  [fuzz_template]=template)
+                  [fuzz_template]=template [fuzz_openai_request]=openai)
 declare -A dicts=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
                   [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
                   [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire
-                  [fuzz_template]=template)
-targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split fuzz_plugin_manifest fuzz_worker_wire fuzz_template})
+                  [fuzz_template]=template [fuzz_openai_request]=openai)
+targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split fuzz_plugin_manifest fuzz_worker_wire fuzz_template fuzz_openai_request})
 status=0
 summary=()
 for target in "${targets[@]}"; do
