@@ -1,0 +1,102 @@
+/* The router's store: SQLite in WAL mode at DATA_DIR/router.db, for what must survive
+ * a restart or a crash mid-write: registered models (with their manifest), nodes,
+ * API keys (only their hashes) and the request log.  The schema is versioned; opening
+ * an older database migrates it in one transaction; a newer one is refused.
+ *
+ * One connection behind a mutex: every function may be called from any thread. */
+#ifndef LLMR_ROUTER_STORE_H
+#define LLMR_ROUTER_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "llmr/status.h"
+
+typedef struct llmr_store llmr_store;
+
+/* Opens (creating) the database at path.  err says what failed (a file that is not a
+ * database, a schema newer than this build, ...). */
+llmr_status llmr_store_open(const char *path, llmr_store **out, llmr_strbuf *err);
+void llmr_store_close(llmr_store *s);
+int llmr_store_schema_version(llmr_store *s);
+
+/* ---- models ---- */
+typedef struct llmr_store_model {
+    char *name;
+    char *source_kind;    /* "hf" or "local" */
+    char *source;         /* the repo id ("org/name") or the directory */
+    char *revision;       /* hf: the commit or branch; NULL for local */
+    char *format;         /* "safetensors" or "gguf" */
+    char *filename;       /* gguf: the chosen file; NULL */
+    char *chat_template;  /* given at registration (overrides the model's), or NULL */
+    json_t *manifest;     /* docs/node-router-protocol.md (owned) */
+    int64_t created;      /* unix seconds */
+} llmr_store_model;
+
+/* Inserts.  A name already registered: INVALID_ARGUMENT with *exists = true, and the
+ * first registration untouched. */
+llmr_status llmr_store_model_insert(llmr_store *s, const llmr_store_model *m, bool *exists,
+                                    llmr_strbuf *err);
+/* NOT_FOUND when there is no such model. */
+llmr_status llmr_store_model_get(llmr_store *s, const char *name, llmr_store_model *out,
+                                 llmr_strbuf *err);
+/* Every model, oldest first: a JSON array of objects with the fields above (manifest
+ * included). */
+json_t *llmr_store_model_list(llmr_store *s);
+/* NOT_FOUND when there is no such model. */
+llmr_status llmr_store_model_delete(llmr_store *s, const char *name, llmr_strbuf *err);
+void llmr_store_model_free(llmr_store_model *m);
+
+/* ---- nodes (what the router knows of them; the live state is in memory) ---- */
+llmr_status llmr_store_node_upsert(llmr_store *s, const char *id, const char *name, const char *url,
+                                   const json_t *info, int64_t last_seen, llmr_strbuf *err);
+/* [{"id","name","url","info","last_seen","drained"}] */
+json_t *llmr_store_node_list(llmr_store *s);
+llmr_status llmr_store_node_set_drained(llmr_store *s, const char *id, bool drained, llmr_strbuf *err);
+llmr_status llmr_store_node_delete(llmr_store *s, const char *id, llmr_strbuf *err);
+
+/* ---- API keys ---- */
+enum {
+    LLMR_SCOPE_INFERENCE = 1, /* /v1 */
+    LLMR_SCOPE_NODE = 2,      /* a node: /v0/nodes, manifests, files */
+    LLMR_SCOPE_ADMIN = 4      /* everything: registration, keys, nodes */
+};
+/* "inference,node" -> bits; false for an unknown scope name. */
+bool llmr_scopes_parse(const char *text, unsigned *scopes);
+/* bits -> "inference,node" into out. */
+void llmr_scopes_format(unsigned scopes, llmr_strbuf *out);
+
+/* Creates a key: *secret gets the key itself ("llmr-" + 40 random characters), shown
+ * once and never stored (the store keeps a salted SHA-256); *id the key's id.  Both
+ * malloc'd.  A given secret (the bootstrap admin key from the environment) may be
+ * passed in `given` (NULL: make one). */
+llmr_status llmr_store_key_create(llmr_store *s, const char *name, unsigned scopes, const char *given,
+                                  char **id, char **secret, llmr_strbuf *err);
+/* The scopes of a key; NOT_FOUND for an unknown or revoked one (in constant time with
+ * respect to the secret's content). *id may be NULL. */
+llmr_status llmr_store_key_check(llmr_store *s, const char *secret, unsigned *scopes, char **id);
+llmr_status llmr_store_key_revoke(llmr_store *s, const char *id, llmr_strbuf *err);
+/* [{"id","name","scopes","created","revoked","last_used"}] (no secrets). */
+json_t *llmr_store_key_list(llmr_store *s);
+/* Whether a key with the admin scope exists (revoked ones do not count). */
+bool llmr_store_has_admin_key(llmr_store *s);
+
+/* ---- request log ---- */
+typedef struct llmr_store_request {
+    int64_t time_ms;           /* unix milliseconds at arrival */
+    const char *model, *node, *key_id, *endpoint;
+    unsigned status;           /* the HTTP status */
+    uint32_t prompt_tokens, completion_tokens;
+    double ttft_ms, duration_ms;
+    const char *error;         /* NULL */
+} llmr_store_request;
+
+/* Appends one entry (buffered: written by a background thread within a second; the
+ * store's close flushes). */
+void llmr_store_log_request(llmr_store *s, const llmr_store_request *r);
+/* The newest entries first, at most limit. */
+json_t *llmr_store_recent_requests(llmr_store *s, size_t limit);
+
+#endif
