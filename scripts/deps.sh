@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev      # libFuzzer targets (make fuzz) and their runtime
   libmicrohttpd-dev             # the HTTP servers (node, router)
   libcurl4-openssl-dev          # the HTTP client (model sync, the router link)
+  libsqlite3-dev                # the router's store (models, nodes, keys, request log)
   python3 curl                  # test helpers: the fake origin, HTTP checks
 )
 # Commands that may come from elsewhere than Debian's package of the same name (a

@@ -98,5 +98,10 @@ typedef struct llmr_store_request {
 void llmr_store_log_request(llmr_store *s, const llmr_store_request *r);
 /* The newest entries first, at most limit. */
 json_t *llmr_store_recent_requests(llmr_store *s, size_t limit);
+/* Writes the entries logged so far now, and returns once they are in the database. */
+void llmr_store_log_flush(llmr_store *s);
+/* Entries dropped since open because too many waited for the disk (10000 wait at
+ * most; the oldest goes first). */
+uint64_t llmr_store_log_dropped(llmr_store *s);
 
 #endif
