@@ -32,6 +32,7 @@ extern const llmr_command llmr_cmd_tokenize;
 extern const llmr_command llmr_cmd_detokenize;
 extern const llmr_command llmr_cmd_template;
 extern const llmr_command llmr_cmd_node;
+extern const llmr_command llmr_cmd_router;
 extern const llmr_command llmr_cmd_run;
 extern const llmr_command llmr_cmd_logits;
 

@@ -155,6 +155,21 @@ void llmr_http_reply_text(llmr_http_reply *r, unsigned status, const char *conte
         MHD_destroy_response(resp);
 }
 
+bool llmr_http_reply_file(llmr_http_reply *r, unsigned status, const char *content_type, int fd,
+                          uint64_t offset, uint64_t length)
+{
+    if (!reply_unused(r))
+        return false;
+    struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(length, fd, offset);
+    if (!resp)
+        return false; /* fd is still the caller's */
+    if (!reply_take(r, status, content_type ? content_type : "application/octet-stream", resp)) {
+        MHD_destroy_response(resp); /* closes fd */
+        return true;
+    }
+    return true;
+}
+
 void llmr_http_reply_json(llmr_http_reply *r, unsigned status, json_t *body)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;

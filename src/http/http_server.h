@@ -77,6 +77,11 @@ void llmr_http_reply_json(llmr_http_reply *r, unsigned status, json_t *body);
 /* A body of the given type (copied). */
 void llmr_http_reply_text(llmr_http_reply *r, unsigned status, const char *content_type,
                           const char *body, size_t len);
+/* length bytes of the open file fd from offset, sent by the server without copying
+ * (Range answers set their status and Content-Range header first).  true: the server
+ * took fd and closes it; false: it did not (out of memory, or already replied). */
+bool llmr_http_reply_file(llmr_http_reply *r, unsigned status, const char *content_type, int fd,
+                          uint64_t offset, uint64_t length);
 /* An OpenAI-style error object: {"error": {"message": message, "type": type,
  * "param": param (or null), "code": code (or null)}}. */
 void llmr_http_reply_error(llmr_http_reply *r, unsigned status, const char *type,

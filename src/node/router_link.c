@@ -41,6 +41,7 @@ struct llmr_router_link {
     pthread_mutex_t lock;
     pthread_cond_t wake;          /* stop, or new work for the sync thread */
     bool stopping;
+    bool beat_now;                /* a model changed state: heartbeat without waiting */
     char *node_id;                /* NULL until registered */
     unsigned interval_ms;
     synced *models;
@@ -281,8 +282,9 @@ static bool wait_ms(llmr_router_link *l, uint64_t ms)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&l->lock);
-    while (!l->stopping && pthread_cond_timedwait(&l->wake, &l->lock, &ts) == 0)
+    while (!l->stopping && !l->beat_now && pthread_cond_timedwait(&l->wake, &l->lock, &ts) == 0)
         ;
+    l->beat_now = false;
     bool stop = l->stopping;
     pthread_mutex_unlock(&l->lock);
     return stop;
@@ -379,6 +381,8 @@ static void set_state(llmr_router_link *l, const char *name, const char *state, 
         if (!strcmp(state, "failed"))
             s->retry_at_ms = llmr_now_ms() + 60000;
     }
+    l->beat_now = true; /* the router hears of it at once */
+    pthread_cond_broadcast(&l->wake);
     pthread_mutex_unlock(&l->lock);
 }
 

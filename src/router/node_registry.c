@@ -26,6 +26,7 @@ struct llmr_node_registry {
     size_t n;
     uint64_t offline_after_ms;
     uint64_t next_id;
+    unsigned max_outstanding; /* 0: none */
 };
 
 llmr_node_registry *llmr_node_registry_new(uint64_t offline_after_ms)
@@ -218,6 +219,13 @@ bool llmr_node_registry_model_ready(llmr_node_registry *r, const char *model, ui
     return ready;
 }
 
+void llmr_node_registry_set_max_outstanding(llmr_node_registry *r, unsigned max)
+{
+    pthread_mutex_lock(&r->lock);
+    r->max_outstanding = max;
+    pthread_mutex_unlock(&r->lock);
+}
+
 static bool excluded(const char *id, const char *const *exclude, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -234,7 +242,8 @@ bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t 
     rnode *best = NULL;
     for (size_t i = 0; i < r->n; i++) {
         rnode *n = &r->nodes[i];
-        if (!ready_on(r, n, model, now_ms) || excluded(n->id, exclude, n_exclude))
+        if (!ready_on(r, n, model, now_ms) || excluded(n->id, exclude, n_exclude) ||
+            (r->max_outstanding && n->outstanding >= r->max_outstanding))
             continue;
         if (!best || n->outstanding < best->outstanding ||
             (n->outstanding == best->outstanding && n->ttft_ms < best->ttft_ms))

@@ -37,8 +37,13 @@ json_t *llmr_node_registry_model_states(llmr_node_registry *r, const char *model
 /* Whether some online node has the model ready. */
 bool llmr_node_registry_model_ready(llmr_node_registry *r, const char *model, uint64_t now_ms);
 
-/* Picks a node for model, skipping the ids in `exclude` (tried already); copies its
- * id and URL, counts one request outstanding on it.  false when none can serve. */
+/* Requests a node may have outstanding from this router (0: no limit, the default). */
+void llmr_node_registry_set_max_outstanding(llmr_node_registry *r, unsigned max);
+
+/* Picks a node for model, skipping the ids in `exclude` (tried already) and nodes at
+ * their limit; copies its id and URL, counts one request outstanding on it.  false
+ * when none can serve now (llmr_node_registry_model_ready tells whether one could
+ * later). */
 bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t now_ms,
                              const char *const *exclude, size_t n_exclude, char *id, size_t id_size,
                              char *url, size_t url_size);

@@ -1,0 +1,65 @@
+/* `llmr router`: run the router alone (docs/router.md). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "router/router.h"
+
+static void help(FILE *out)
+{
+    fprintf(out,
+            "usage: llmr router [--no-auth] [--artifact-allowlist ORGS]\n\n"
+            "Runs the router on --host and --port: the OpenAI API (/v1) in front of the nodes\n"
+            "that register with it, model registration and manifests, node registration and\n"
+            "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
+            "creates an admin key, printed once (LLMR_ADMIN_KEY sets it instead).\n\n"
+            "  --no-auth                 no keys checked (only on a loopback address)\n"
+            "  --artifact-allowlist ORGS the publishers whose GPU artifacts become optional\n"
+            "                            manifest entries (default openai/*,nvidia/*)\n"
+            "SIGINT or SIGTERM stops it.\n");
+}
+
+static int run(int argc, char **argv, const llmr_config *cfg)
+{
+    llmr_router_options o;
+    llmr_router_options_default(&o);
+    o.host = llmr_config_get(cfg, LLMR_CONFIG_HOST);
+    o.port = llmr_config_port(cfg);
+    o.data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
+    o.admin_key = getenv("LLMR_ADMIN_KEY");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-auth")) {
+            o.no_auth = true;
+        } else if (!strcmp(argv[i], "--artifact-allowlist") && i + 1 < argc) {
+            o.artifact_allowlist = argv[++i];
+        } else {
+            llmr_cli_error("router", "unexpected argument \"%s\"; see llmr router --help", argv[i]);
+            return LLMR_EXIT_USAGE;
+        }
+    }
+    sigset_t waited;
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGINT);
+    sigaddset(&waited, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &waited, NULL);
+    llmr_router *r = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (llmr_router_start(&o, &r, &err) != LLMR_OK) {
+        llmr_cli_error("router", "%s", llmr_strbuf_cstr(&err));
+        llmr_strbuf_free(&err);
+        return LLMR_EXIT_FAILED;
+    }
+    llmr_log_info("router", "listening on http://%s:%u%s", o.host, llmr_router_port(r),
+                  o.no_auth ? " (no keys checked)" : "");
+    int sig = 0;
+    while (sigwait(&waited, &sig) != 0)
+        ;
+    llmr_log_info("router", "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    llmr_router_stop(r);
+    llmr_strbuf_free(&err);
+    return LLMR_EXIT_OK;
+}
+
+const llmr_command llmr_cmd_router = {"router", "run the router (the OpenAI API in front of nodes)", run, help};

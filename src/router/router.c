@@ -1,0 +1,217 @@
+/* The router service: see router.h.  Options, the store and the bootstrap admin key,
+ * authentication, and the split of requests between /v0 (router_admin.c) and /v1
+ * (router_proxy.c). */
+#include "router/router_internal.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/fs_util.h"
+#include "common/log.h"
+
+#define COMPONENT "router"
+
+void llmr_router_options_default(llmr_router_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->artifact_allowlist = "openai/*,nvidia/*";
+    o->node_offline_ms = 15000;
+    o->heartbeat_s = 5;
+    o->node_max_outstanding = 256;
+    o->queue_max = 1024;
+    o->queue_timeout_ms = 30000;
+    o->max_body = 8u << 20;
+}
+
+uint64_t router_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void router_error(llmr_http_reply *reply, unsigned status, const char *type, const char *code,
+                  const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    llmr_http_reply_error(reply, status, type, NULL, code, msg);
+}
+
+bool router_need(const router_caller *c, unsigned scope, llmr_http_reply *reply)
+{
+    if ((c->scopes & scope) || (c->scopes & LLMR_SCOPE_ADMIN))
+        return true;
+    llmr_strbuf s = LLMR_STRBUF_INIT;
+    llmr_scopes_format(scope, &s);
+    router_error(reply, 403, "permission_error", "insufficient_scope",
+                 "This key lacks the \"%s\" scope that this endpoint needs.", llmr_strbuf_cstr(&s));
+    llmr_strbuf_free(&s);
+    return false;
+}
+
+/* Whether host is a loopback address (--no-auth is allowed only there). */
+static bool is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (strcmp(host, "localhost") == 0)
+        return true;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6);
+    return false;
+}
+
+static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    llmr_router *r = user;
+    if (strcmp(req->path, "/health") == 0) {
+        llmr_http_reply_json(reply, 200, json_pack("{s:s}", "status", "ok"));
+        return;
+    }
+    router_caller c = {0, NULL};
+    if (r->o.no_auth) {
+        c.scopes = LLMR_SCOPE_INFERENCE | LLMR_SCOPE_NODE | LLMR_SCOPE_ADMIN;
+    } else {
+        const char *h = llmr_http_request_header(req, "Authorization");
+        if (!h || strncmp(h, "Bearer ", 7) != 0) {
+            router_error(reply, 401, "invalid_request_error", "missing_api_key",
+                         "No API key: send \"Authorization: Bearer KEY\" (keys come from an admin: "
+                         "POST /v0/keys).");
+            return;
+        }
+        if (llmr_store_key_check(r->store, h + 7, &c.scopes, &c.key_id) != LLMR_OK) {
+            router_error(reply, 401, "invalid_request_error", "invalid_api_key",
+                         "Incorrect API key provided, or the key was revoked.");
+            return;
+        }
+    }
+    bool routed = strncmp(req->path, "/v0/", 4) == 0 ? router_admin_route(r, &c, req, reply)
+                  : strncmp(req->path, "/v1/", 4) == 0 ? router_proxy_route(r, &c, req, reply)
+                                                       : false;
+    if (!routed)
+        router_error(reply, 404, "invalid_request_error", "unknown_url",
+                     "Unknown request URL: %s %s. The router serves /v1 (the OpenAI API), /v0 "
+                     "(models, nodes, keys) and /health.",
+                     req->method, req->path);
+    free(c.key_id);
+}
+
+/* On first start: an admin key, LLMR_ADMIN_KEY's or a new one printed once. */
+static llmr_status bootstrap_admin(llmr_router *r, llmr_strbuf *err)
+{
+    if (llmr_store_has_admin_key(r->store))
+        return LLMR_OK;
+    char *id = NULL, *secret = NULL;
+    llmr_status st = llmr_store_key_create(r->store, "bootstrap admin", LLMR_SCOPE_ADMIN, r->o.admin_key,
+                                           &id, &secret, err);
+    if (st != LLMR_OK)
+        return st;
+    if (r->o.admin_key)
+        llmr_log_info(COMPONENT, "admin key %s created from LLMR_ADMIN_KEY", id);
+    else
+        fprintf(stderr,
+                "\n  llmr: the admin key of this router (shown once, keep it):\n\n    %s\n\n"
+                "  Use it as \"Authorization: Bearer KEY\"; create further keys with POST /v0/keys.\n\n",
+                secret);
+    free(id);
+    free(secret);
+    return LLMR_OK;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void free_options(llmr_router_options *o)
+{
+    free((char *)o->host);
+    free((char *)o->data_dir);
+    free((char *)o->admin_key);
+    free((char *)o->artifact_allowlist);
+    free((char *)o->hf_endpoint);
+    free((char *)o->hf_token);
+}
+
+llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, llmr_strbuf *err)
+{
+    *out = NULL;
+    if (o->no_auth && !is_loopback(o->host)) {
+        llmr_strbuf_printf(err, "--no-auth is allowed only on a loopback address, not %s: anyone "
+                                "who reaches the port could use and change the router",
+                           o->host);
+        return LLMR_INVALID_ARGUMENT;
+    }
+    llmr_router *r = calloc(1, sizeof *r);
+    if (!r) {
+        llmr_strbuf_puts(err, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    r->o = *o;
+    r->o.host = dup_or_null(o->host);
+    r->o.data_dir = dup_or_null(o->data_dir);
+    r->o.admin_key = dup_or_null(o->admin_key && *o->admin_key ? o->admin_key : NULL);
+    r->o.artifact_allowlist = dup_or_null(o->artifact_allowlist);
+    r->o.hf_endpoint = dup_or_null(o->hf_endpoint);
+    r->o.hf_token = dup_or_null(o->hf_token);
+    pthread_mutex_init(&r->queue_lock, NULL);
+    pthread_cond_init(&r->queue_cond, NULL);
+    llmr_status st = llmr_mkdir_p(r->o.data_dir, err);
+    char *db = st == LLMR_OK ? llmr_path_join(r->o.data_dir, "router.db") : NULL;
+    if (st == LLMR_OK && !db)
+        st = LLMR_OOM_RAM;
+    if (st == LLMR_OK)
+        st = llmr_store_open(db, &r->store, err);
+    free(db);
+    if (st == LLMR_OK)
+        st = bootstrap_admin(r, err);
+    if (st == LLMR_OK && !(r->nodes = llmr_node_registry_new(r->o.node_offline_ms)))
+        st = LLMR_OOM_RAM;
+    if (st == LLMR_OK) {
+        llmr_http_server_options so;
+        llmr_http_server_options_default(&so);
+        so.host = r->o.host;
+        so.port = r->o.port;
+        so.max_body = r->o.max_body;
+        so.handler = handle;
+        so.user = r;
+        st = llmr_http_server_start(&so, &r->srv, err);
+    }
+    if (st != LLMR_OK) {
+        llmr_router_stop(r);
+        return st;
+    }
+    *out = r;
+    return LLMR_OK;
+}
+
+unsigned llmr_router_port(const llmr_router *r)
+{
+    return llmr_http_server_port(r->srv);
+}
+
+void llmr_router_stop(llmr_router *r)
+{
+    if (!r)
+        return;
+    if (r->srv)
+        llmr_http_server_stop(r->srv);
+    llmr_node_registry_free(r->nodes);
+    llmr_store_close(r->store);
+    pthread_mutex_destroy(&r->queue_lock);
+    pthread_cond_destroy(&r->queue_cond);
+    free_options(&r->o);
+    free(r);
+}

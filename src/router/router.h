@@ -1,0 +1,46 @@
+/* The router: the public OpenAI API in front of the nodes, model registration and
+ * manifests, node registration and heartbeats, API keys (docs/router.md).
+ *
+ *   router.c         the service: options, the store, the bootstrap admin key, routing
+ *                    and authentication
+ *   router_admin.c   /v0: models (register, list, show, delete, manifest, files), nodes
+ *                    (register, heartbeat, list, drain, remove), keys
+ *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
+ *                    queue, retry before the first byte, streams) and /v1/models */
+#ifndef LLMR_ROUTER_ROUTER_H
+#define LLMR_ROUTER_ROUTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "llmr/status.h"
+
+typedef struct llmr_router llmr_router;
+
+typedef struct llmr_router_options {
+    const char *host;              /* "127.0.0.1" */
+    unsigned port;                 /* 0: any free port */
+    const char *data_dir;          /* the store is DATA_DIR/router.db */
+    bool no_auth;                  /* no keys checked: only on a loopback address */
+    const char *admin_key;         /* the bootstrap admin key (LLMR_ADMIN_KEY), or NULL */
+    const char *artifact_allowlist; /* the publishers of optional GPU artifacts (org patterns) */
+    const char *hf_endpoint, *hf_token; /* NULL: the environment's */
+    unsigned node_offline_ms;      /* no heartbeat this long: offline; default 15000 */
+    unsigned heartbeat_s;          /* what nodes are told; default 5 */
+    unsigned node_max_outstanding; /* requests per node at once; default 256 */
+    unsigned queue_max;            /* requests waiting for a node; default 1024 */
+    unsigned queue_timeout_ms;     /* default 30000 */
+    size_t max_body;               /* default 8 MiB */
+} llmr_router_options;
+
+void llmr_router_options_default(llmr_router_options *o);
+
+/* Opens the store, creates the admin key on first start (printed once on stderr, or
+ * LLMR_ADMIN_KEY's), and serves. */
+llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, llmr_strbuf *err);
+unsigned llmr_router_port(const llmr_router *r);
+void llmr_router_stop(llmr_router *r);
+
+#endif

@@ -1,0 +1,499 @@
+/* The router's /v0 API: models (register, list, show, delete, manifest, files), nodes
+ * (register, heartbeat, list, drain, remove) and API keys.  See docs/router.md and
+ * docs/node-router-protocol.md. */
+#include "router/router_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fs_util.h"
+#include "common/log.h"
+#include "router/model_source.h"
+
+#define COMPONENT "router"
+#define MAX_NAME 128
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+/* The path's segments after "/v0/" into seg (at most max, each under 256 bytes);
+ * 0 when there are more or one is empty. */
+static size_t split_path(const char *path, char seg[][256], size_t max)
+{
+    const char *p = path + 4; /* "/v0/" */
+    size_t n = 0;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (len == 0 || len >= 256 || n == max)
+            return 0;
+        memcpy(seg[n], p, len);
+        seg[n][len] = 0;
+        n++;
+        p += len + (slash ? 1 : 0);
+        if (slash && !*p)
+            return 0; /* a trailing slash */
+    }
+    return n;
+}
+
+static bool is_method(const llmr_http_request *req, const char *m)
+{
+    return strcmp(req->method, m) == 0;
+}
+
+/* A model name: 1 to 128 letters, digits and ._- (a directory on every node), not
+ * starting with a dot. */
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_NAME || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+            return false;
+    return true;
+}
+
+static json_t *body_json(const llmr_http_request *req, llmr_http_reply *reply)
+{
+    json_error_t je;
+    json_t *j = json_loadb(req->body ? req->body : "", req->body_len, 0, &je);
+    if (!json_is_object(j)) {
+        router_error(reply, 400, "invalid_request_error", "invalid_json",
+                     "The body must be a JSON object%s%s", j ? "" : ": ", j ? "" : je.text);
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* ---- models -------------------------------------------------------------------------- */
+
+/* The default name: the last part of the repo or the directory. */
+static void default_name(const char *source, char *out, size_t size)
+{
+    const char *end = source + strlen(source);
+    while (end > source && end[-1] == '/')
+        end--;
+    const char *start = end;
+    while (start > source && start[-1] != '/')
+        start--;
+    const char *at = memchr(start, '@', (size_t)(end - start));
+    if (at)
+        end = at;
+    snprintf(out, size, "%.*s", (int)(end - start), start);
+}
+
+static json_t *model_json(llmr_router *r, const llmr_store_model *m, bool with_manifest)
+{
+    uint64_t now = router_now_ms();
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s?, s:I, s:b, s:o}", "name", m->name, "source_kind",
+                          m->source_kind, "source", m->source, "revision", m->revision, "format", m->format,
+                          "filename", m->filename, "created", (json_int_t)m->created, "ready",
+                          llmr_node_registry_model_ready(r->nodes, m->name, now), "nodes",
+                          llmr_node_registry_model_states(r->nodes, m->name, now));
+    json_t *files = json_object_get(m->manifest, "files");
+    json_object_set_new(o, "files", json_integer((json_int_t)json_array_size(files)));
+    if (with_manifest)
+        json_object_set(o, "manifest", m->manifest);
+    return o;
+}
+
+static void register_model(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    json_t *b = body_json(req, reply), *bad_files = NULL;
+    if (!b)
+        return;
+    llmr_source src = {0};
+    llmr_store_model m = {0};
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    const char *repo = json_string_value(json_object_get(b, "repo"));
+    const char *path = json_string_value(json_object_get(b, "path"));
+    const char *format = json_string_value(json_object_get(b, "format"));
+    const char *filename = json_string_value(json_object_get(b, "filename"));
+    const char *name = json_string_value(json_object_get(b, "name"));
+    const char *tpl = json_string_value(json_object_get(b, "chat_template"));
+    char namebuf[MAX_NAME + 1];
+    if (!!repo == !!path) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value",
+                     "Give exactly one of \"repo\" (a Hugging Face repo id or URL) and \"path\" (a "
+                     "directory on the router's machine).");
+        goto done;
+    }
+    if (!format || (strcmp(format, "safetensors") && strcmp(format, "gguf"))) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value",
+                     "\"format\" must be \"safetensors\" or \"gguf\".");
+        goto done;
+    }
+    if (!name) {
+        default_name(repo ? repo : path, namebuf, sizeof namebuf);
+        name = namebuf;
+    }
+    if (!valid_name(name)) {
+        router_error(reply, 400, "invalid_request_error", "invalid_name",
+                     "The model name \"%.64s\" is not valid: 1 to %d letters, digits, '.', '_' or "
+                     "'-', not starting with '.'.",
+                     name, MAX_NAME);
+        goto done;
+    }
+    llmr_store_model existing = {0};
+    if (llmr_store_model_get(r->store, name, &existing, &err) == LLMR_OK) {
+        llmr_store_model_free(&existing);
+        router_error(reply, 409, "invalid_request_error", "model_exists",
+                     "A model named \"%s\" is registered already; delete it first or choose another "
+                     "name.",
+                     name);
+        goto done;
+    }
+    llmr_strbuf_reset(&err);
+    llmr_source_options so;
+    llmr_source_options_default(&so);
+    if (r->o.hf_endpoint)
+        so.hf_endpoint = r->o.hf_endpoint;
+    if (r->o.hf_token)
+        so.hf_token = r->o.hf_token;
+    llmr_status st = llmr_source_resolve(&so, repo ? repo : path, &src, &err);
+    if (st != LLMR_OK) {
+        router_error(reply, 400, "invalid_request_error", "source_not_found", "%s", llmr_strbuf_cstr(&err));
+        goto done;
+    }
+    if (llmr_source_check(&so, &src, format, filename, &bad_files, &err) != LLMR_OK) {
+        json_t *body = json_pack("{s:{s:s, s:s, s:n, s:s, s:O}}", "error", "message", llmr_strbuf_cstr(&err),
+                                 "type", "invalid_request_error", "param", "code", "invalid_model_files",
+                                 "files", bad_files ? bad_files : json_array());
+        llmr_http_reply_json(reply, 400, body);
+        goto done;
+    }
+    m.name = (char *)name;
+    m.source_kind = src.kind;
+    m.source = repo ? src.repo : src.dir;
+    m.revision = src.revision;
+    m.format = (char *)format;
+    m.filename = (char *)filename;
+    m.chat_template = (char *)tpl;
+    m.manifest = llmr_source_manifest(&src, name, format, filename, r->o.artifact_allowlist);
+    m.created = (int64_t)time(NULL);
+    bool exists = false;
+    llmr_strbuf_reset(&err);
+    if (!m.manifest) {
+        router_error(reply, 500, "server_error", NULL, "out of memory");
+    } else if (llmr_store_model_insert(r->store, &m, &exists, &err) != LLMR_OK) {
+        if (exists)
+            router_error(reply, 409, "invalid_request_error", "model_exists",
+                         "A model named \"%s\" is registered already.", name);
+        else
+            router_error(reply, 500, "server_error", NULL, "%s", llmr_strbuf_cstr(&err));
+    } else {
+        llmr_log_info(COMPONENT, "model %s registered (%s %s, %zu files)", name, src.kind,
+                      repo ? src.repo : src.dir, json_array_size(json_object_get(m.manifest, "files")));
+        llmr_http_reply_json(reply, 201, model_json(r, &m, true));
+    }
+    json_decref(m.manifest);
+done:
+    json_decref(bad_files);
+    llmr_source_free(&src);
+    llmr_strbuf_free(&err);
+    json_decref(b);
+}
+
+static void list_models(llmr_router *r, llmr_http_reply *reply)
+{
+    json_t *all = llmr_store_model_list(r->store), *out = json_array(), *m;
+    size_t i;
+    uint64_t now = router_now_ms();
+    json_array_foreach(all, i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        json_t *o = json_pack("{s:O, s:O, s:O, s:O, s:b}", "name", json_object_get(m, "name"), "format",
+                              json_object_get(m, "format"), "source", json_object_get(m, "source"),
+                              "source_kind", json_object_get(m, "source_kind"), "ready",
+                              name && llmr_node_registry_model_ready(r->nodes, name, now));
+        json_array_append_new(out, o);
+    }
+    json_decref(all);
+    llmr_http_reply_json(reply, 200, json_pack("{s:o}", "models", out));
+}
+
+/* Serves one file of a model's manifest (Range: bytes=N- and N-M). */
+static void serve_file(const llmr_store_model *m, const char *path, const llmr_http_request *req,
+                       llmr_http_reply *reply)
+{
+    const json_t *entry = NULL, *f;
+    size_t i;
+    json_array_foreach(json_object_get(m->manifest, "files"), i, f)
+    {
+        const char *p = json_string_value(json_object_get(f, "path"));
+        if (p && strcmp(p, path) == 0)
+            entry = f;
+    }
+    /* Only the manifest's own paths are served: nothing else is reachable by construction. */
+    if (!entry) {
+        router_error(reply, 404, "not_found_error", "file_not_found", "Model %s has no file \"%.200s\".",
+                     m->name, path);
+        return;
+    }
+    if (strcmp(m->source_kind, "local") != 0) { /* the Hub: the node follows to the origin */
+        const char *origin = json_string_value(json_object_get(entry, "origin_url"));
+        if (!origin) {
+            router_error(reply, 404, "not_found_error", "file_not_found", "No origin for %s.", path);
+            return;
+        }
+        llmr_http_reply_header(reply, "Location", origin);
+        llmr_http_reply_text(reply, 302, "text/plain", "", 0);
+        return;
+    }
+    char *full = llmr_path_join(m->source, path);
+    /* the manifest holds only paths the registration vetted (links included: a Hugging
+     * Face cache snapshot is links into its blobs) */
+    int fd = full ? open(full, O_RDONLY | O_CLOEXEC) : -1;
+    free(full);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        router_error(reply, 404, "not_found_error", "file_not_found",
+                     "%s of model %s is not readable on the router any more: %s", path, m->name,
+                     strerror(errno ? errno : ENOENT));
+        return;
+    }
+    uint64_t size = (uint64_t)st.st_size, from = 0, to = size ? size - 1 : 0;
+    unsigned status = 200;
+    const char *range = llmr_http_request_header(req, "Range");
+    if (range) {
+        unsigned long long a = 0, b = 0;
+        int n = sscanf(range, "bytes=%llu-%llu", &a, &b);
+        if (n < 1 || a >= size || (n == 2 && b < a)) {
+            char cr[64];
+            snprintf(cr, sizeof cr, "bytes */%" PRIu64, size);
+            llmr_http_reply_header(reply, "Content-Range", cr);
+            close(fd);
+            router_error(reply, 416, "invalid_request_error", "range_not_satisfiable",
+                         "The range \"%.64s\" is outside the file's %" PRIu64 " bytes.", range, size);
+            return;
+        }
+        from = a;
+        if (n == 2 && b < size)
+            to = b;
+        status = 206;
+        char cr[96];
+        snprintf(cr, sizeof cr, "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, from, to, size);
+        llmr_http_reply_header(reply, "Content-Range", cr);
+    }
+    llmr_http_reply_header(reply, "Accept-Ranges", "bytes");
+    if (!llmr_http_reply_file(reply, status, "application/octet-stream", fd, from, size ? to - from + 1 : 0))
+        close(fd);
+}
+
+static bool models_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                         llmr_http_reply *reply)
+{
+    /* /v0/models[/NAME[/manifest | /files/PATH]]: PATH is the rest, slashes and all */
+    char seg[3][256];
+    const char *rest = NULL;
+    const char *files = strstr(req->path, "/files/");
+    size_t n;
+    if (files && files > req->path + 10) {
+        char head[512];
+        snprintf(head, sizeof head, "%.*s", (int)(files - req->path), req->path);
+        n = strlen(head) < sizeof head - 1 ? split_path(head, seg, 2) : 0;
+        if (n == 2) {
+            snprintf(seg[2], sizeof seg[2], "files");
+            rest = files + 7;
+            n = *rest ? 3 : 0;
+        }
+    } else {
+        n = split_path(req->path, seg, 3);
+    }
+    if (n == 1 && is_method(req, "POST")) {
+        if (router_need(c, LLMR_SCOPE_ADMIN, reply))
+            register_model(r, req, reply);
+        return true;
+    }
+    if (n == 1 && is_method(req, "GET")) {
+        if (router_need(c, LLMR_SCOPE_NODE, reply))
+            list_models(r, reply);
+        return true;
+    }
+    if (n < 2)
+        return false;
+    if (!valid_name(seg[1])) {
+        router_error(reply, 400, "invalid_request_error", "invalid_name", "\"%.64s\" is not a model name.",
+                     seg[1]);
+        return true;
+    }
+    llmr_store_model m = {0};
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    bool found = llmr_store_model_get(r->store, seg[1], &m, &err) == LLMR_OK;
+    if (n == 2 && is_method(req, "DELETE")) {
+        if (router_need(c, LLMR_SCOPE_ADMIN, reply)) {
+            if (llmr_store_model_delete(r->store, seg[1], &err) == LLMR_OK)
+                llmr_http_reply_json(reply, 200, json_pack("{s:s, s:b}", "name", seg[1], "deleted", 1));
+            else
+                router_error(reply, 404, "not_found_error", "model_not_found", "No model named \"%s\".",
+                             seg[1]);
+        }
+    } else if (!found && n >= 2) {
+        router_error(reply, 404, "not_found_error", "model_not_found", "No model named \"%s\".", seg[1]);
+    } else if (n == 2 && is_method(req, "GET")) {
+        if (router_need(c, LLMR_SCOPE_NODE, reply))
+            llmr_http_reply_json(reply, 200, model_json(r, &m, true));
+    } else if (n == 3 && !rest && !strcmp(seg[2], "manifest") && is_method(req, "GET")) {
+        if (router_need(c, LLMR_SCOPE_NODE, reply))
+            llmr_http_reply_json(reply, 200, json_incref(m.manifest));
+    } else if (rest && !strcmp(seg[2], "files") && is_method(req, "GET")) {
+        if (router_need(c, LLMR_SCOPE_NODE, reply))
+            serve_file(&m, rest, req, reply);
+    } else {
+        llmr_store_model_free(&m);
+        llmr_strbuf_free(&err);
+        return false;
+    }
+    llmr_store_model_free(&m);
+    llmr_strbuf_free(&err);
+    return true;
+}
+
+/* ---- nodes ------------------------------------------------------------------------- */
+
+static void register_node(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    json_t *b = body_json(req, reply);
+    if (!b)
+        return;
+    const char *url = json_string_value(json_object_get(b, "url"));
+    if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value",
+                     "A node registers with its \"url\" (http:// or https://).");
+    } else if (!json_is_true(json_object_get(b, "has_gpu")) && !json_is_true(json_object_get(b, "allow_cpu"))) {
+        router_error(reply, 403, "permission_error", "no_gpu",
+                     "This node has no GPU, so the router refuses it; start the node with "
+                     "--allow-cpu for tests and tiny models.");
+    } else {
+        char id[32];
+        llmr_node_registry_add(r->nodes, b, router_now_ms(), id, sizeof id);
+        if (!id[0]) {
+            router_error(reply, 503, "server_error", "too_many_nodes", "The router holds as many nodes as it can.");
+        } else {
+            llmr_strbuf err = LLMR_STRBUF_INIT;
+            llmr_store_node_upsert(r->store, id, json_string_value(json_object_get(b, "name")), url, b,
+                                   (int64_t)time(NULL), &err);
+            llmr_strbuf_free(&err);
+            llmr_log_info(COMPONENT, "node %s registered (%s)", id, url);
+            llmr_http_reply_json(reply, 200, json_pack("{s:s, s:i}", "node_id", id, "heartbeat_interval_s",
+                                                       (int)r->o.heartbeat_s));
+        }
+    }
+    json_decref(b);
+}
+
+static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                        llmr_http_reply *reply)
+{
+    char seg[3][256];
+    size_t n = split_path(req->path, seg, 3);
+    if (n == 1 && is_method(req, "POST")) {
+        if (router_need(c, LLMR_SCOPE_NODE, reply))
+            register_node(r, req, reply);
+        return true;
+    }
+    if (n == 1 && is_method(req, "GET")) {
+        if (router_need(c, LLMR_SCOPE_ADMIN, reply))
+            llmr_http_reply_json(reply, 200,
+                                 json_pack("{s:o}", "nodes", llmr_node_registry_list(r->nodes, router_now_ms())));
+        return true;
+    }
+    if (n == 3 && !strcmp(seg[2], "heartbeat") && is_method(req, "POST")) {
+        if (!router_need(c, LLMR_SCOPE_NODE, reply))
+            return true;
+        json_t *b = body_json(req, reply);
+        if (!b)
+            return true;
+        if (llmr_node_registry_heartbeat(r->nodes, seg[1], b, router_now_ms()))
+            llmr_http_reply_json(reply, 200, json_pack("{s:b}", "ok", 1));
+        else
+            router_error(reply, 404, "not_found_error", "unknown_node",
+                         "The router does not know node %.64s (it may have restarted): register again.",
+                         seg[1]);
+        json_decref(b);
+        return true;
+    }
+    if ((n == 3 && (!strcmp(seg[2], "drain") || !strcmp(seg[2], "undrain")) && is_method(req, "POST")) ||
+        (n == 2 && is_method(req, "DELETE"))) {
+        if (!router_need(c, LLMR_SCOPE_ADMIN, reply))
+            return true;
+        bool ok = n == 2 ? llmr_node_registry_remove(r->nodes, seg[1])
+                         : llmr_node_registry_drain(r->nodes, seg[1], !strcmp(seg[2], "drain"));
+        if (ok)
+            llmr_http_reply_json(reply, 200, json_pack("{s:s, s:s}", "node", seg[1], "result",
+                                                       n == 2 ? "removed" : seg[2]));
+        else
+            router_error(reply, 404, "not_found_error", "unknown_node", "No node %.64s.", seg[1]);
+        return true;
+    }
+    return false;
+}
+
+/* ---- keys ------------------------------------------------------------------------------ */
+
+static bool keys_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                       llmr_http_reply *reply)
+{
+    char seg[2][256];
+    size_t n = split_path(req->path, seg, 2);
+    if (n == 0 || !router_need(c, LLMR_SCOPE_ADMIN, reply))
+        return n != 0;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (n == 1 && is_method(req, "GET")) {
+        llmr_http_reply_json(reply, 200, json_pack("{s:o}", "keys", llmr_store_key_list(r->store)));
+    } else if (n == 1 && is_method(req, "POST")) {
+        json_t *b = body_json(req, reply);
+        unsigned scopes = 0;
+        const char *name = json_string_value(json_object_get(b, "name"));
+        const char *sc = json_string_value(json_object_get(b, "scopes"));
+        char *id = NULL, *secret = NULL;
+        if (!b) {
+            /* answered */
+        } else if (!sc || !llmr_scopes_parse(sc, &scopes) || !scopes) {
+            router_error(reply, 400, "invalid_request_error", "invalid_value",
+                         "\"scopes\" must list inference, node and/or admin, comma-separated.");
+        } else if (llmr_store_key_create(r->store, name ? name : "", scopes, NULL, &id, &secret, &err) != LLMR_OK) {
+            router_error(reply, 400, "invalid_request_error", "invalid_value", "%s", llmr_strbuf_cstr(&err));
+        } else {
+            llmr_http_reply_json(reply, 201, json_pack("{s:s, s:s, s:s, s:s}", "id", id, "secret", secret, "name",
+                                                       name ? name : "", "scopes", sc));
+        }
+        free(id);
+        free(secret);
+        json_decref(b);
+    } else if (n == 2 && is_method(req, "DELETE")) {
+        if (llmr_store_key_revoke(r->store, seg[1], &err) == LLMR_OK)
+            llmr_http_reply_json(reply, 200, json_pack("{s:s, s:b}", "id", seg[1], "revoked", 1));
+        else
+            router_error(reply, 404, "not_found_error", "key_not_found", "No key %.64s.", seg[1]);
+    } else {
+        llmr_strbuf_free(&err);
+        return false;
+    }
+    llmr_strbuf_free(&err);
+    return true;
+}
+
+bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                        llmr_http_reply *reply)
+{
+    if (!strncmp(req->path, "/v0/models", 10) && (req->path[10] == 0 || req->path[10] == '/'))
+        return models_route(r, c, req, reply);
+    if (!strncmp(req->path, "/v0/nodes", 9) && (req->path[9] == 0 || req->path[9] == '/'))
+        return nodes_route(r, c, req, reply);
+    if (!strncmp(req->path, "/v0/keys", 8) && (req->path[8] == 0 || req->path[8] == '/'))
+        return keys_route(r, c, req, reply);
+    return false;
+}

@@ -1,0 +1,342 @@
+/* The router's /v1 API: /v1/models (the models ready on at least one node) and the
+ * OpenAI endpoints proxied to a node.  A request is checked here first (the same
+ * parser as the node's, so a bad one never reaches a node), then waits for a node:
+ * among those with the model ready, the fewest outstanding requests, then the lowest
+ * recent TTFT (node_registry.c).  No node ready: 503; all busy: the wait queue (429
+ * when it is full, 504 after its timeout), each with Retry-After.  A node that fails
+ * before the first byte is replaced by another; one that fails mid-stream ends the
+ * stream with an error event and [DONE], never a hang.  A client that leaves cancels
+ * the request on the node (the connection to it closes). */
+#include "router/router_internal.h"
+
+#include <curl/curl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "node/openai_api.h"
+
+#define COMPONENT "router"
+#define MAX_TRIES 3
+#define MAX_NODE_RESPONSE (64u << 20)
+
+/* ---- /v1/models ------------------------------------------------------------------------ */
+
+static void v1_models(llmr_router *r, llmr_http_reply *reply)
+{
+    json_t *all = llmr_store_model_list(r->store), *m;
+    size_t i, n = json_array_size(all);
+    llmr_oai_model_entry *e = calloc(n + 1, sizeof *e);
+    uint64_t now = router_now_ms();
+    size_t k = 0;
+    json_array_foreach(all, i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!name || !e)
+            continue;
+        e[k].id = name;
+        e[k].created = json_integer_value(json_object_get(m, "created"));
+        e[k].owned_by = "llmr";
+        e[k].ready = llmr_node_registry_model_ready(r->nodes, name, now);
+        e[k].reason = e[k].ready ? NULL : "no node has it ready yet (GET /v0/models/NAME says why)";
+        k++;
+    }
+    llmr_http_reply_json(reply, 200, llmr_oai_models_list(e, k));
+    free(e);
+    json_decref(all);
+}
+
+/* ---- waiting for a node ------------------------------------------------------------------ */
+
+/* A node for the model into id/url: 0, or the HTTP status of the error replied. */
+static unsigned acquire(llmr_router *r, const char *model, const char *const *tried, size_t n_tried, char *id,
+                    size_t id_size, char *url, size_t url_size, llmr_http_reply *reply)
+{
+    uint64_t start = router_now_ms();
+    bool queued = false;
+    for (;;) {
+        uint64_t now = router_now_ms();
+        if (llmr_node_registry_pick(r->nodes, model, now, tried, n_tried, id, id_size, url, url_size))
+            break;
+        if (!llmr_node_registry_model_ready(r->nodes, model, now) || n_tried) {
+            llmr_http_reply_header(reply, "Retry-After", "5");
+            router_error(reply, 503, "server_error", "no_node_available",
+                         "No node can serve model %s now%s; GET /v0/models/%s shows each node's state.",
+                         model, n_tried ? " (the nodes tried failed)" : "", model);
+            unsigned st = 503;
+            if (queued) {
+                pthread_mutex_lock(&r->queue_lock);
+                r->waiting--;
+                pthread_mutex_unlock(&r->queue_lock);
+            }
+            return st;
+        }
+        pthread_mutex_lock(&r->queue_lock);
+        if (!queued) {
+            if (r->waiting >= r->o.queue_max) {
+                pthread_mutex_unlock(&r->queue_lock);
+                llmr_http_reply_header(reply, "Retry-After", "1");
+                router_error(reply, 429, "rate_limit_error", "queue_full",
+                             "Every node serving %s is busy and %u requests wait already; try again "
+                             "shortly.",
+                             model, r->o.queue_max);
+                return 429;
+            }
+            r->waiting++;
+            queued = true;
+        }
+        if (now - start >= r->o.queue_timeout_ms) {
+            r->waiting--;
+            pthread_mutex_unlock(&r->queue_lock);
+            llmr_http_reply_header(reply, "Retry-After", "2");
+            router_error(reply, 504, "timeout_error", "queue_timeout",
+                         "No node serving %s became free within %.1f s.", model, r->o.queue_timeout_ms / 1000.0);
+            return 504;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L; /* a slot frees, or a node comes up: look again */
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&r->queue_cond, &r->queue_lock, &ts);
+        pthread_mutex_unlock(&r->queue_lock);
+    }
+    if (queued) {
+        pthread_mutex_lock(&r->queue_lock);
+        r->waiting--;
+        pthread_mutex_unlock(&r->queue_lock);
+    }
+    return 0;
+}
+
+static void release(llmr_router *r, const char *id, double ttft_ms)
+{
+    llmr_node_registry_done(r->nodes, id, ttft_ms);
+    pthread_mutex_lock(&r->queue_lock);
+    pthread_cond_broadcast(&r->queue_cond);
+    pthread_mutex_unlock(&r->queue_lock);
+}
+
+/* ---- one try on one node --------------------------------------------------------------- */
+
+typedef struct attempt {
+    llmr_router *r;
+    llmr_http_reply *reply;
+    CURL *curl;
+    bool stream;                /* the client asked for a stream */
+    llmr_http_stream *out;      /* opened at the node's first byte of a 200 stream */
+    llmr_strbuf body;           /* a whole answer (or an error answer of a stream) */
+    size_t received;
+    uint64_t t0_ns, first_ns;
+    atomic_bool gone;           /* the client left */
+    bool too_big;
+} attempt;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void client_gone(void *user)
+{
+    attempt *a = user;
+    atomic_store(&a->gone, true);
+}
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
+{
+    attempt *a = user;
+    size_t n = size * nmemb;
+    if (!a->received)
+        a->first_ns = now_ns();
+    a->received += n;
+    long status = 0;
+    curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (a->stream && status == 200) {
+        if (!a->out)
+            a->out = llmr_http_reply_stream(a->reply, 200, "text/event-stream", client_gone, a);
+        if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
+            return 0; /* the client has gone: drop the node's connection (it cancels) */
+        return n;
+    }
+    if (a->body.len + n > MAX_NODE_RESPONSE) {
+        a->too_big = true;
+        return 0;
+    }
+    llmr_strbuf_append(&a->body, data, n);
+    return n;
+}
+
+static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    attempt *a = user;
+    return atomic_load(&a->gone) ? 1 : 0;
+}
+
+/* Sends the request to the node.  true: answered (the reply or the stream is done);
+ * false: the node failed before its first byte (try another). */
+static bool try_node(attempt *a, const char *url, const llmr_http_request *req, long *status_out)
+{
+    char target[600];
+    snprintf(target, sizeof target, "%s%s", url, req->path);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return false;
+    a->curl = c;
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, target);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    a->t0_ns = now_ns();
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    *status_out = status;
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    a->curl = NULL;
+    bool answered = true;
+    if (a->out) { /* the stream is the client's already: end it, with an error event if cut */
+        if (rc != CURLE_OK && !atomic_load(&a->gone)) {
+            llmr_oai_error e;
+            llmr_oai_error_set(&e, 502, "server_error", "node_failed", NULL,
+                               "The node serving this request failed mid-stream (%s).", curl_easy_strerror(rc));
+            json_t *j = llmr_oai_error_json(&e);
+            llmr_strbuf sb = LLMR_STRBUF_INIT;
+            llmr_oai_sse_data(&sb, j);
+            llmr_oai_sse_done(&sb);
+            llmr_http_stream_write(a->out, sb.data, sb.len);
+            llmr_strbuf_free(&sb);
+            json_decref(j);
+            *status_out = 502;
+        }
+        llmr_http_stream_end(a->out);
+    } else if (rc != CURLE_OK || status == 0 || status == 502 || status == 503) {
+        if (a->too_big) {
+            router_error(a->reply, 502, "server_error", "node_failed", "The node's answer was larger than %u MiB.",
+                         MAX_NODE_RESPONSE >> 20);
+            *status_out = 502;
+        } else {
+            answered = false; /* before the first byte of an answer: another node may */
+        }
+    } else {
+        llmr_http_reply_text(a->reply, (unsigned)status, "application/json", llmr_strbuf_cstr(&a->body),
+                             a->body.len);
+    }
+    return answered;
+}
+
+/* ---- the OpenAI endpoints ------------------------------------------------------------------ */
+
+static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, const llmr_http_request *req,
+                  llmr_http_reply *reply)
+{
+    llmr_oai_request q;
+    llmr_oai_error e;
+    memset(&e, 0, sizeof e);
+    if (!llmr_oai_parse(kind, req->body, req->body_len, &q, &e)) {
+        llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
+        return;
+    }
+    int64_t arrival_ms = (int64_t)time(NULL) * 1000;
+    uint64_t t0 = now_ns();
+    llmr_store_model m = {0};
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    char id[32] = "", url[512];
+    const char *tried[MAX_TRIES];
+    char tried_ids[MAX_TRIES][32];
+    size_t n_tried = 0;
+    long status = 0;
+    double ttft_ms = -1;
+    if (llmr_store_model_get(r->store, q.model, &m, &err) != LLMR_OK) {
+        router_error(reply, 404, "invalid_request_error", "model_not_found",
+                     "The model '%s' does not exist (GET /v1/models lists them).", q.model);
+        status = 404;
+        goto done;
+    }
+    attempt a;
+    memset(&a, 0, sizeof a);
+    a.r = r;
+    a.reply = reply;
+    a.stream = q.stream;
+    llmr_strbuf_init(&a.body);
+    for (;;) {
+        unsigned refused = acquire(r, q.model, tried, n_tried, id, sizeof id, url, sizeof url, reply);
+        if (refused) {
+            status = refused;
+            id[0] = 0;
+            break;
+        }
+        bool answered = try_node(&a, url, req, &status);
+        ttft_ms = a.received ? (double)(a.first_ns - a.t0_ns) / 1e6 : -1;
+        release(r, id, ttft_ms);
+        if (answered)
+            break;
+        llmr_log_warn(COMPONENT, "node %s failed before answering a %s request; trying another", id, q.model);
+        snprintf(tried_ids[n_tried], sizeof tried_ids[n_tried], "%s", id);
+        tried[n_tried] = tried_ids[n_tried];
+        n_tried++;
+        llmr_strbuf_reset(&a.body);
+        a.received = 0;
+        if (n_tried == MAX_TRIES) {
+            router_error(reply, 502, "server_error", "node_failed",
+                         "%zu nodes failed to answer this request; try again.", n_tried);
+            status = 502;
+            break;
+        }
+    }
+    llmr_strbuf_free(&a.body);
+done:;
+    llmr_store_request logged = {arrival_ms, q.model, id[0] ? id : NULL, c->key_id,
+                                 kind == LLMR_OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
+                                 (unsigned)status, 0, 0, ttft_ms, (double)(now_ns() - t0) / 1e6, NULL};
+    llmr_store_log_request(r->store, &logged);
+    llmr_store_model_free(&m);
+    llmr_strbuf_free(&err);
+    llmr_oai_request_free(&q);
+}
+
+bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                        llmr_http_reply *reply)
+{
+    static const struct {
+        const char *path, *method;
+    } routes[] = {{"/v1/models", "GET"}, {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}};
+    size_t i = 0;
+    while (i < 3 && strcmp(routes[i].path, req->path) != 0)
+        i++;
+    if (i == 3)
+        return false;
+    if (strcmp(req->method, routes[i].method) != 0) {
+        llmr_http_reply_header(reply, "Allow", routes[i].method);
+        router_error(reply, 405, "invalid_request_error", "method_not_allowed", "%s takes %s, not %s.", req->path,
+                     routes[i].method, req->method);
+        return true;
+    }
+    if (!router_need(c, LLMR_SCOPE_INFERENCE, reply))
+        return true;
+    if (i == 0)
+        v1_models(r, reply);
+    else
+        proxy(r, c, i == 1 ? LLMR_OAI_CHAT : LLMR_OAI_COMPLETION, req, reply);
+    return true;
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The router end to end with real processes on loopback: a router, a node that
+# registers with it, a loopback model registered from a local directory, synced by the
+# node and served through the router (plain and streamed); registration errors (a
+# missing tokenizer.json named, a duplicate 409); a shard that goes missing after
+# registration (the model never becomes ready, the router names the shard); keys and
+# scopes (401, 403), absurd names and traversal (400), a body over the limit (413).
+# Usage: test_router_e2e.sh PATH_TO_LLMR
+set -u
+LLMR=${1:?usage: test_router_e2e.sh PATH_TO_LLMR}
+command -v curl >/dev/null || { echo "curl is missing: run make deps" >&2; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-router-XXXXXX")
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+source "$(dirname "$0")/../cli/check_lib.sh"
+
+admin=llmr-test-admin-key-0123456789
+# status BODY-FILE METHOD PATH [KEY] [DATA]: prints the HTTP status, the body in $tmp/body
+call() {
+  local method=$1 path=$2 key=${3:-} data=${4:-}
+  local args=(-s -o "$tmp/body" -w '%{http_code}' -X "$method" "http://127.0.0.1:$rport$path")
+  [[ -n $key ]] && args+=(-H "Authorization: Bearer $key")
+  [[ -n $data ]] && args+=(-H 'Content-Type: application/json' --data-binary "$data")
+  curl "${args[@]}"
+}
+wait_port() { # FILE: the port a process wrote
+  for _ in $(seq 200); do [[ -s $1 ]] && { cat "$1"; return 0; }; sleep 0.05; done
+  return 1
+}
+
+# --- the router
+LLMR_DATA_DIR="$tmp/router" LLMR_ADMIN_KEY=$admin "$LLMR" router --port 0 >"$tmp/router.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 200); do grep -q "listening on" "$tmp/router.log" && break; sleep 0.05; done
+rport=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$tmp/router.log" | grep -o '[0-9]*$')
+[[ -n $rport ]] || { cat "$tmp/router.log"; fail "the router did not start"; finish_checks router; }
+
+# --- keys and scopes
+[[ $(call GET /v0/models) == 401 ]] || fail "no key: 401"
+[[ $(call GET /v0/models llmr-wrong-key-xxxxxxxx) == 401 ]] || fail "a wrong key: 401"
+[[ $(call POST /v0/keys "$admin" '{"name": "n", "scopes": "node"}') == 201 ]] || fail "create a node key: $(cat "$tmp/body")"
+nodekey=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["secret"])' "$tmp/body")
+[[ $(call POST /v0/keys "$admin" '{"name": "i", "scopes": "inference"}') == 201 ]] || fail "create an inference key"
+infkey=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["secret"])' "$tmp/body")
+[[ $(call POST /v0/models "$infkey" '{"path": "/x", "format": "safetensors"}') == 403 ]] || fail "wrong scope: 403"
+[[ $(call POST /v0/keys "$admin" '{"scopes": "root"}') == 400 ]] || fail "an unknown scope: 400"
+
+# --- registration
+"$LLMR" model synth --preset loopback --out "$tmp/src/loop" >/dev/null || fail "synth"
+cp -r "$tmp/src/loop" "$tmp/src/notok" && rm "$tmp/src/notok/tokenizer.json"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/notok\", \"format\": \"safetensors\"}") == 400 ]] ||
+  fail "a missing tokenizer.json: 400"
+has "$(cat "$tmp/body")" "tokenizer.json" "the 400 names tokenizer.json"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\", \"name\": \"../etc\"}") == 400 ]] ||
+  fail "an absurd name: 400"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}") == 201 ]] ||
+  fail "register: $(cat "$tmp/body")"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}") == 409 ]] ||
+  fail "a duplicate: 409"
+[[ $(call GET /v0/models/loop/files/../../etc/passwd "$nodekey") == 404 ]] ||
+  [[ $(call GET /v0/models/loop/files/..%2F..%2Fetc%2Fpasswd "$nodekey") != 200 ]] ||
+  fail "path traversal is not served"
+[[ $(call GET '/v0/models/a%20b' "$admin") == 400 ]] || fail "an absurd name in a path: 400"
+head -c $((9 << 20)) /dev/zero | tr '\0' 'a' >"$tmp/big"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin" \
+  -H 'Content-Type: application/json' --data-binary @"$tmp/big" "http://127.0.0.1:$rport/v0/models")
+[[ $code == 413 ]] || fail "a body over the limit: 413, got $code"
+
+# a sharded-looking model whose weights go missing after registration
+cp -r "$tmp/src/loop" "$tmp/src/gone"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/gone\", \"format\": \"safetensors\"}") == 201 ]] ||
+  fail "register gone: $(cat "$tmp/body")"
+rm "$tmp/src/gone/model.safetensors"
+
+# --- a node
+LLMR_DATA_DIR="$tmp/node" LLMR_PORT=0 "$LLMR" node --router "http://127.0.0.1:$rport" --node-key "$nodekey" \
+  --allow-cpu --heartbeat 0.3 >"$tmp/node.log" 2>&1 &
+pids+=($!)
+ready=
+for _ in $(seq 200); do
+  call GET /v1/models "$infkey" >/dev/null
+  python3 -c 'import json,sys; sys.exit(0 if any(m["id"] == "loop" for m in json.load(open(sys.argv[1]))["data"]) else 1)' \
+    "$tmp/body" 2>/dev/null && { ready=1; break; }
+  sleep 0.1
+done
+[[ -n $ready ]] || fail "loop never became ready: $(cat "$tmp/body")"
+
+[[ $(call POST /v1/chat/completions "$infkey" '{"model": "loop", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}') == 200 ]] ||
+  fail "chat through the router: $(cat "$tmp/body")"
+content=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"])' "$tmp/body" 2>/dev/null)
+[[ -n $content ]] || fail "the chat answer has no content: $(cat "$tmp/body")"
+curl -sN -H "Authorization: Bearer $infkey" -H 'Content-Type: application/json' \
+  --data-binary '{"model": "loop", "prompt": "hi", "max_tokens": 5, "stream": true}' \
+  "http://127.0.0.1:$rport/v1/completions" >"$tmp/stream"
+[[ $(grep -c '^data: {' "$tmp/stream") -ge 5 ]] || fail "a streamed completion: $(head -c 400 "$tmp/stream")"
+has "$(tail -c 40 "$tmp/stream")" "data: [DONE]" "the stream ends with [DONE]"
+[[ $(call POST /v1/chat/completions "$infkey" '{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}') == 404 ]] ||
+  fail "an unknown model: 404"
+[[ $(call POST /v1/chat/completions "$nodekey" '{"model": "loop", "messages": []}') == 403 ]] ||
+  fail "a node key on /v1: 403"
+
+# --- the model whose weights went missing: never ready, the router names the file
+for _ in $(seq 100); do
+  call GET /v0/models/gone "$admin" >/dev/null
+  grep -q 'model.safetensors' "$tmp/body" && grep -q '"failed"' "$tmp/body" && break
+  sleep 0.1
+done
+has "$(cat "$tmp/body")" '"state":"failed"' "gone failed on the node"
+has "$(cat "$tmp/body")" 'model.safetensors' "the router names the missing file"
+has "$(cat "$tmp/body")" '"ready":false' "gone is not ready"
+[[ $(call POST /v1/completions "$infkey" '{"model": "gone", "prompt": "hi"}') == 503 ]] ||
+  fail "a model no node has ready: 503"
+
+[[ $failures -gt 0 ]] && { echo "--- router log"; tail -30 "$tmp/router.log"; echo "--- node log"; tail -30 "$tmp/node.log"; }
+finish_checks router
