@@ -168,6 +168,134 @@ static void write_port_file(const char *data_dir, unsigned port)
     free(run_dir);
 }
 
+struct llmr_node {
+    llmr_engine_host *host;
+    llmr_control_server *ctl;
+    llmr_node_http *http;
+    llmr_router_link *link;
+    char **dirs;
+    char *socket_path;
+};
+
+void llmr_node_stop(llmr_node *n)
+{
+    if (!n)
+        return;
+    llmr_router_link_stop(n->link);
+    llmr_node_http_stop(n->http);
+    llmr_control_server_stop(n->ctl);
+    llmr_engine_host_free(n->host);
+    llmr_node_plugin_dirs_free(n->dirs);
+    free(n->socket_path);
+    free(n);
+}
+
+llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no, llmr_node **out,
+                            llmr_strbuf *err)
+{
+    *out = NULL;
+    /* Engine workers read their settings from the environment: pass the log level on. */
+    setenv("LLMR_LOG_LEVEL", llmr_config_get(cfg, LLMR_CONFIG_LOG_LEVEL), 1);
+    const char *data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
+    llmr_node *n = calloc(1, sizeof *n);
+    if (!n) {
+        llmr_strbuf_puts(err, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    llmr_status st = LLMR_OK;
+    if (!(n->socket_path = llmr_control_socket_path(data_dir, err))) {
+        st = LLMR_INVALID_ARGUMENT;
+        goto fail;
+    }
+    size_t n_dirs = 0;
+    n->dirs = llmr_node_plugin_dirs(cfg, &n_dirs);
+    llmr_engine_host_options o;
+    llmr_node_host_options(cfg, n->dirs, n_dirs, &o);
+    llmr_problems problems;
+    llmr_problems_init(&problems);
+    llmr_strbuf e = LLMR_STRBUF_INIT;
+    st = llmr_engine_host_create(&o, &n->host, &problems, &e);
+    llmr_problems_free(&problems);
+    if (st != LLMR_OK) {
+        llmr_strbuf_printf(err, "cannot start the engine host: %s", llmr_strbuf_cstr(&e));
+        llmr_strbuf_free(&e);
+        goto fail;
+    }
+    llmr_strbuf_free(&e);
+    char *models_dir = llmr_path_join(data_dir, "models");
+    size_t models = models_dir ? add_models(n->host, models_dir) : 0;
+    free(models_dir);
+    if ((st = llmr_control_server_start(n->socket_path, n->host, &n->ctl, err)) != LLMR_OK)
+        goto fail;
+    char hostname[256] = "llmr";
+    gethostname(hostname, sizeof hostname - 1);
+    const char *node_name = no->node_name ? no->node_name : hostname;
+    if (!no->no_http) {
+        llmr_node_http_options ho = {llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_config_port(cfg), 0,
+                                     no->api_key, node_name};
+        llmr_strbuf he = LLMR_STRBUF_INIT;
+        st = llmr_node_http_start(&ho, n->host, &n->http, &he);
+        if (st != LLMR_OK) {
+            llmr_strbuf_printf(err, "cannot start the HTTP API: %s", llmr_strbuf_cstr(&he));
+            llmr_strbuf_free(&he);
+            goto fail;
+        }
+        llmr_strbuf_free(&he);
+        llmr_log_info(COMPONENT, "HTTP API listening on http://%s:%u",
+                      llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_node_http_port(n->http));
+        write_port_file(data_dir, llmr_node_http_port(n->http));
+    }
+    if (no->router_url) {
+        char node_url[512];
+        if (no->node_url)
+            snprintf(node_url, sizeof node_url, "%s", no->node_url);
+        else
+            snprintf(node_url, sizeof node_url, "http://%s:%u", llmr_config_get(cfg, LLMR_CONFIG_HOST),
+                     n->http ? llmr_node_http_port(n->http) : 0);
+        llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
+                                       no->origin_allowlist, no->prefer_origin, no->allow_cpu,
+                                       no->heartbeat_ms};
+        llmr_strbuf le = LLMR_STRBUF_INIT;
+        st = llmr_router_link_start(&lo, n->host, n->http, &n->link, &le);
+        if (st != LLMR_OK) {
+            llmr_strbuf_printf(err, "cannot start the router link: %s", llmr_strbuf_cstr(&le));
+            llmr_strbuf_free(&le);
+            goto fail;
+        }
+        llmr_strbuf_free(&le);
+    }
+    json_t *status = llmr_engine_host_status(n->host);
+    llmr_log_info(COMPONENT, "node running (pid %d): %zu model(s), %zu engine plugin(s), %zu "
+                             "refused; control socket %s; SIGHUP or `llmr node reload-plugins` "
+                             "reloads plugins",
+                  (int)getpid(), models, json_array_size(json_object_get(status, "plugins")),
+                  json_array_size(json_object_get(status, "refused_plugins")), n->socket_path);
+    json_decref(status);
+    *out = n;
+    return LLMR_OK;
+fail:
+    llmr_node_stop(n);
+    return st;
+}
+
+unsigned llmr_node_port(const llmr_node *n)
+{
+    return n->http ? llmr_node_http_port(n->http) : 0;
+}
+
+void llmr_node_reload(llmr_node *n)
+{
+    llmr_log_info(COMPONENT, "SIGHUP: reloading engine plugins");
+    json_t *report = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (llmr_engine_host_reload_plugins(n->host, &report, &err) == LLMR_OK)
+        log_reload(report);
+    else
+        llmr_log_error(COMPONENT, "reload failed: %s", llmr_strbuf_cstr(&err));
+    json_decref(report);
+    llmr_strbuf_free(&err);
+}
+
 int llmr_node_run(const llmr_config *cfg, const llmr_node_options *no)
 {
     /* SIGHUP, SIGINT and SIGTERM are taken with sigwait below; every thread started
@@ -178,109 +306,26 @@ int llmr_node_run(const llmr_config *cfg, const llmr_node_options *no)
     sigaddset(&waited, SIGINT);
     sigaddset(&waited, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &waited, NULL);
-
-    /* Engine workers read their settings from the environment: pass the log level on. */
-    setenv("LLMR_LOG_LEVEL", llmr_config_get(cfg, LLMR_CONFIG_LOG_LEVEL), 1);
-    const char *data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
+    llmr_node *n = NULL;
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    char *socket_path = llmr_control_socket_path(data_dir, &err);
-    if (!socket_path) {
+    if (llmr_node_start(cfg, no, &n, &err) != LLMR_OK) {
         llmr_log_error(COMPONENT, "%s", llmr_strbuf_cstr(&err));
         llmr_strbuf_free(&err);
         return 1;
     }
-    size_t n_dirs = 0;
-    char **dirs = llmr_node_plugin_dirs(cfg, &n_dirs);
-    llmr_engine_host_options o;
-    llmr_node_host_options(cfg, dirs, n_dirs, &o);
-    llmr_engine_host *h = NULL;
-    llmr_problems problems;
-    llmr_problems_init(&problems);
-    int rc = 1;
-    if (llmr_engine_host_create(&o, &h, &problems, &err) != LLMR_OK) {
-        llmr_log_error(COMPONENT, "cannot start the engine host: %s", llmr_strbuf_cstr(&err));
-        goto done;
-    }
-    char *models_dir = llmr_path_join(data_dir, "models");
-    size_t models = models_dir ? add_models(h, models_dir) : 0;
-    free(models_dir);
-    llmr_control_server *ctl = NULL;
-    if (llmr_control_server_start(socket_path, h, &ctl, &err) != LLMR_OK) {
-        llmr_log_error(COMPONENT, "%s", llmr_strbuf_cstr(&err));
-        llmr_engine_host_free(h);
-        goto done;
-    }
-    llmr_node_http *http = NULL;
-    llmr_router_link *link = NULL;
-    char hostname[256] = "llmr";
-    gethostname(hostname, sizeof hostname - 1);
-    const char *node_name = no->node_name ? no->node_name : hostname;
-    if (!no->no_http) {
-        llmr_node_http_options ho = {llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_config_port(cfg), 0,
-                                     no->api_key, node_name};
-        if (llmr_node_http_start(&ho, h, &http, &err) != LLMR_OK) {
-            llmr_log_error(COMPONENT, "cannot start the HTTP API: %s", llmr_strbuf_cstr(&err));
-            llmr_control_server_stop(ctl);
-            llmr_engine_host_free(h);
-            goto done;
-        }
-        llmr_log_info(COMPONENT, "HTTP API listening on http://%s:%u",
-                      llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_node_http_port(http));
-        write_port_file(data_dir, llmr_node_http_port(http));
-    }
-    if (no->router_url) {
-        char node_url[512];
-        if (no->node_url)
-            snprintf(node_url, sizeof node_url, "%s", no->node_url);
-        else
-            snprintf(node_url, sizeof node_url, "http://%s:%u", llmr_config_get(cfg, LLMR_CONFIG_HOST),
-                     http ? llmr_node_http_port(http) : 0);
-        llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
-                                       no->origin_allowlist, no->prefer_origin, no->allow_cpu,
-                                       no->heartbeat_ms};
-        if (llmr_router_link_start(&lo, h, http, &link, &err) != LLMR_OK) {
-            llmr_log_error(COMPONENT, "cannot start the router link: %s", llmr_strbuf_cstr(&err));
-            llmr_node_http_stop(http);
-            llmr_control_server_stop(ctl);
-            llmr_engine_host_free(h);
-            goto done;
-        }
-    }
-    json_t *status = llmr_engine_host_status(h);
-    llmr_log_info(COMPONENT, "node running (pid %d): %zu model(s), %zu engine plugin(s), %zu "
-                             "refused; control socket %s; SIGHUP or `llmr node reload-plugins` "
-                             "reloads plugins",
-                  (int)getpid(), models, json_array_size(json_object_get(status, "plugins")),
-                  json_array_size(json_object_get(status, "refused_plugins")), socket_path);
-    json_decref(status);
+    llmr_strbuf_free(&err);
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            llmr_log_info(COMPONENT, "SIGHUP: reloading engine plugins");
-            json_t *report = NULL;
-            llmr_strbuf_reset(&err);
-            if (llmr_engine_host_reload_plugins(h, &report, &err) == LLMR_OK)
-                log_reload(report);
-            else
-                llmr_log_error(COMPONENT, "reload failed: %s", llmr_strbuf_cstr(&err));
-            json_decref(report);
+            llmr_node_reload(n);
             continue;
         }
         llmr_log_info(COMPONENT, "%s: stopping (running requests end CANCELLED)",
                       sig == SIGINT ? "SIGINT" : "SIGTERM");
         break;
     }
-    llmr_router_link_stop(link);
-    llmr_node_http_stop(http);
-    llmr_control_server_stop(ctl);
-    llmr_engine_host_free(h);
-    rc = 0;
-done:
-    llmr_problems_free(&problems);
-    llmr_node_plugin_dirs_free(dirs);
-    free(socket_path);
-    llmr_strbuf_free(&err);
-    return rc;
+    llmr_node_stop(n);
+    return 0;
 }

@@ -35,6 +35,19 @@ typedef struct llmr_node_options {
 
 void llmr_node_options_default(llmr_node_options *o);
 
+/* A node started in this process: the engine host, the models under
+ * DATA_DIR/models, the control socket, the HTTP API and the router link.  err says
+ * what could not start (another node on the data directory, a port in use, ...). */
+typedef struct llmr_node llmr_node;
+llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *o, llmr_node **out,
+                            llmr_strbuf *err);
+/* Its HTTP port (0 without HTTP). */
+unsigned llmr_node_port(const llmr_node *n);
+/* Reloads the engine plugins (what SIGHUP does). */
+void llmr_node_reload(llmr_node *n);
+/* Stops everything; running requests end CANCELLED. */
+void llmr_node_stop(llmr_node *n);
+
 /* Runs until SIGINT or SIGTERM; returns the exit code.  The HTTP API listens on the
  * settings' host and port (port 0: any free port); the port is logged and written to
  * DATA_DIR/run/http.port. */
