@@ -1,24 +1,47 @@
-/* `llmr serve`: the router and a node in one process.  Until the HTTP services
- * exist it reports what it would serve, checking each model under DATA_DIR/models,
- * and exits. */
+/* `llmr serve`: the router and a node in one process, the default for one machine.
+ * On first start without models it writes the tiny synthetic gpt-oss model and
+ * registers it, so that a fresh machine serves a chat end to end (and says that the
+ * model is a synthetic demo).  `llmr serve --check` only reports what it would serve. */
 #include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/fs_util.h"
+#include "common/log.h"
+#include "node/node_service.h"
+#include "router/router.h"
+#include "router/store.h"
 #include "storage/model_storage.h"
+
+#define DEMO_NAME "gpt-oss-tiny-demo"
+
+extern char **environ;
 
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr serve [--host H] [--port P] [--data-dir DIR]\n\n"
-            "Starts the router and a node in one process.  In this version the HTTP API is\n"
-            "not built yet: serve checks every model directory under DATA_DIR/models, says\n"
-            "for each whether it is ready and why not, prints the address it would listen\n"
-            "on, and exits 0.\n");
+            "usage: llmr serve [--host H] [--port P] [--data-dir DIR] [--no-auth] [--check]\n\n"
+            "Runs the router on --host and --port (the OpenAI API at /v1, docs/router.md)\n"
+            "and a node in the same process that registers with it (docs/node.md).  The\n"
+            "router keeps its store in DATA_DIR/router.db, the node its models in\n"
+            "DATA_DIR/node/models.  On first start the admin key is printed once\n"
+            "(LLMR_ADMIN_KEY sets it instead).  The local node is accepted without a GPU.\n\n"
+            "With no model registered, serve writes the tiny synthetic gpt-oss model (random\n"
+            "weights: its answers are noise) to DATA_DIR/demo and registers it as\n"
+            DEMO_NAME ", so that a fresh machine serves a chat end to end.  Register real\n"
+            "models with POST /v0/models.\n\n"
+            "  --no-auth   no keys checked (only on a loopback address)\n"
+            "  --check     report the models under DATA_DIR/models and exit\n"
+            "SIGINT or SIGTERM stops it.\n");
 }
+
+/* ---- --check: the report ---------------------------------------------------------- */
 
 static void report_model(const char *models_dir, const char *name)
 {
@@ -44,12 +67,8 @@ static void report_model(const char *models_dir, const char *name)
     free(path);
 }
 
-static int run(int argc, char **argv, const llmr_config *config)
+static int check(const llmr_config *config)
 {
-    if (argc > 1) {
-        llmr_cli_error("serve", "unexpected argument \"%s\"; see llmr serve --help", argv[1]);
-        return LLMR_EXIT_USAGE;
-    }
     const char *data_dir = llmr_config_get(config, LLMR_CONFIG_DATA_DIR);
     char *models_dir = llmr_path_join(data_dir, "models");
     if (!models_dir)
@@ -76,12 +95,151 @@ static int run(int argc, char **argv, const llmr_config *config)
     if (n == 0)
         printf("no models in %s (put a model directory there, or check one with llmr inspect DIR)\n",
                models_dir);
-    printf("llmr serve: would listen on http://%s:%u/v1; the HTTP API is not part of this "
-           "version, so serve stops here\n",
-           llmr_config_get(config, LLMR_CONFIG_HOST), llmr_config_port(config));
+    printf("llmr serve: would listen on http://%s:%u/v1\n", llmr_config_get(config, LLMR_CONFIG_HOST),
+           llmr_config_port(config));
     free(models_dir);
     return LLMR_EXIT_OK;
 }
 
-const llmr_command llmr_cmd_serve = {"serve", "check the models it would serve (no HTTP API yet)",
-                                     run, help};
+/* ---- serving -------------------------------------------------------------------------- */
+
+/* Writes the tiny synthetic gpt-oss model with this binary's `model synth`. */
+static bool synth_demo(const char *dir)
+{
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0)
+        return false;
+    exe[len] = 0;
+    char *argv[] = {exe, "model", "synth", "--preset", "gpt-oss-tiny", "--fill", "random", "--out", (char *)dir, NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, exe, NULL, NULL, argv, environ) != 0)
+        return false;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void demo_model(llmr_router *r, const char *data_dir)
+{
+    if (llmr_router_model_count(r) > 0)
+        return;
+    char *demo = llmr_path_join(data_dir, "demo");
+    char *dir = demo ? llmr_path_join(demo, "gpt-oss-tiny") : NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    struct stat st;
+    if (!dir) {
+        /* out of memory: serve without the demo */
+    } else if (stat(dir, &st) != 0 && (llmr_mkdir_p(demo, &err) != LLMR_OK || !synth_demo(dir))) {
+        llmr_log_warn("serve", "cannot write the demo model to %s (%s): serving without it; register a "
+                               "model with POST /v0/models",
+                      dir, err.len ? llmr_strbuf_cstr(&err) : "llmr model synth failed");
+    } else if (llmr_router_register_local(r, dir, "safetensors", DEMO_NAME, &err) != LLMR_OK) {
+        llmr_log_warn("serve", "cannot register the demo model: %s", llmr_strbuf_cstr(&err));
+    } else {
+        fprintf(stderr,
+                "\n  llmr: no model was registered, so this serves a SYNTHETIC DEMO model, \"%s\":\n"
+                "  the real gpt-oss shapes at a tiny size with random weights.  Its answers are\n"
+                "  noise; it shows the whole path working.  Register real models with\n"
+                "  POST /v0/models (docs/router.md).\n\n",
+                DEMO_NAME);
+    }
+    llmr_strbuf_free(&err);
+    free(dir);
+    free(demo);
+}
+
+static int serve(const llmr_config *config, bool no_auth)
+{
+    sigset_t waited;
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGHUP);
+    sigaddset(&waited, SIGINT);
+    sigaddset(&waited, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &waited, NULL);
+    const char *data_dir = llmr_config_get(config, LLMR_CONFIG_DATA_DIR);
+    llmr_router_options ro;
+    llmr_router_options_default(&ro);
+    ro.host = llmr_config_get(config, LLMR_CONFIG_HOST);
+    ro.port = llmr_config_port(config);
+    ro.data_dir = data_dir;
+    ro.no_auth = no_auth;
+    ro.admin_key = getenv("LLMR_ADMIN_KEY");
+    ro.heartbeat_s = 1;
+    llmr_router *r = NULL;
+    llmr_node *node = NULL;
+    char *key_id = NULL, *key = NULL, *node_dir = llmr_path_join(data_dir, "node");
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    int rc = LLMR_EXIT_FAILED;
+    if (!node_dir || llmr_router_start(&ro, &r, &err) != LLMR_OK) {
+        llmr_cli_error("serve", "%s", err.len ? llmr_strbuf_cstr(&err) : "out of memory");
+        goto done;
+    }
+    demo_model(r, data_dir);
+    if (!no_auth && llmr_router_create_key(r, "serve: the local node", LLMR_SCOPE_NODE, &key_id, &key, &err) != LLMR_OK) {
+        llmr_cli_error("serve", "cannot make the local node's key: %s", llmr_strbuf_cstr(&err));
+        goto done;
+    }
+    /* the node: the same settings but its own data directory, on loopback, any port */
+    llmr_config node_cfg = *config;
+    node_cfg.value[LLMR_CONFIG_DATA_DIR] = node_dir;
+    node_cfg.value[LLMR_CONFIG_HOST] = "127.0.0.1";
+    node_cfg.value[LLMR_CONFIG_PORT] = "0";
+    char router_url[64];
+    snprintf(router_url, sizeof router_url, "http://127.0.0.1:%u", llmr_router_port(r));
+    llmr_node_options no;
+    llmr_node_options_default(&no);
+    no.router_url = router_url;
+    no.node_key = key;
+    no.node_name = "local";
+    no.allow_cpu = true;
+    no.heartbeat_ms = 1000;
+    if (llmr_mkdir_p(node_dir, &err) != LLMR_OK || llmr_node_start(&node_cfg, &no, &node, &err) != LLMR_OK) {
+        llmr_cli_error("serve", "cannot start the local node: %s", llmr_strbuf_cstr(&err));
+        goto done;
+    }
+    fprintf(stderr, "llmr serve: the OpenAI API at http://%s:%u/v1%s; the node syncs the registered models "
+                    "(GET /v1/models shows them when ready)\n",
+            ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&waited, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            llmr_node_reload(node);
+            continue;
+        }
+        llmr_log_info("serve", "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        break;
+    }
+    rc = LLMR_EXIT_OK;
+done:
+    llmr_node_stop(node);
+    if (key_id)
+        llmr_router_revoke_key(r, key_id);
+    llmr_router_stop(r);
+    free(key_id);
+    free(key);
+    free(node_dir);
+    llmr_strbuf_free(&err);
+    return rc;
+}
+
+static int run(int argc, char **argv, const llmr_config *config)
+{
+    bool no_auth = false, only_check = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-auth")) {
+            no_auth = true;
+        } else if (!strcmp(argv[i], "--check")) {
+            only_check = true;
+        } else {
+            llmr_cli_error("serve", "unexpected argument \"%s\"; see llmr serve --help", argv[i]);
+            return LLMR_EXIT_USAGE;
+        }
+    }
+    return only_check ? check(config) : serve(config, no_auth);
+}
+
+const llmr_command llmr_cmd_serve = {"serve", "run the router and a node in one process", run, help};

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/fs_util.h"
-#include "common/json_util.h"
 #include "template/template.h"
 
 #define MAX_CONFIG_BYTES (16u << 20)
@@ -115,8 +114,19 @@ static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_sta
         llmr_strbuf_printf(err, "the tokenizer of model %s: %s", name, llmr_strbuf_cstr(&e));
         goto fail;
     }
-    llmr_status cst;
-    tcfg = llmr_json_load_file(cfg_path, MAX_CONFIG_BYTES, &cst, &e);
+    /* its numbers may be huge (model_max_length 1e30): read them as reals */
+    char *text = NULL;
+    size_t text_len = 0;
+    llmr_status cst = llmr_read_file(cfg_path, MAX_CONFIG_BYTES, &text, &text_len, &e);
+    if (cst == LLMR_OK) {
+        json_error_t je;
+        tcfg = json_loadb(text, text_len, JSON_DECODE_INT_AS_REAL, &je);
+        if (!tcfg) {
+            cst = LLMR_MODEL_CORRUPT;
+            llmr_strbuf_printf(&e, "line %d, column %d: %s", je.line, je.column, je.text);
+        }
+    }
+    free(text);
     if (!tcfg && cst != LLMR_NOT_FOUND) {
         *status = cst;
         llmr_strbuf_printf(err, "tokenizer_config.json of model %s: %s", name, llmr_strbuf_cstr(&e));

@@ -43,4 +43,14 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
 unsigned llmr_router_port(const llmr_router *r);
 void llmr_router_stop(llmr_router *r);
 
+/* For `llmr serve`, which runs a node beside the router in one process. */
+/* Registers the model in dir (an absolute path) as POST /v0/models would. */
+llmr_status llmr_router_register_local(llmr_router *r, const char *dir, const char *format, const char *name,
+                                       llmr_strbuf *err);
+size_t llmr_router_model_count(llmr_router *r);
+/* A key with these scopes (LLMR_SCOPE_*): *id and *secret malloc'd. */
+llmr_status llmr_router_create_key(llmr_router *r, const char *name, unsigned scopes, char **id, char **secret,
+                                   llmr_strbuf *err);
+void llmr_router_revoke_key(llmr_router *r, const char *id);
+
 #endif

@@ -107,30 +107,27 @@ static json_t *model_json(llmr_router *r, const llmr_store_model *m, bool with_m
     return o;
 }
 
-static void register_model(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+/* A registration: 0 and *model (the new model's JSON), or the HTTP status of the
+ * refusal with msg and, for the file checks, *files. */
+static unsigned do_register(llmr_router *r, const char *repo, const char *path, const char *format,
+                            const char *filename, const char *name, const char *tpl, json_t **model,
+                            json_t **files, llmr_strbuf *msg)
 {
-    json_t *b = body_json(req, reply), *bad_files = NULL;
-    if (!b)
-        return;
+    *model = NULL;
     llmr_source src = {0};
     llmr_store_model m = {0};
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    const char *repo = json_string_value(json_object_get(b, "repo"));
-    const char *path = json_string_value(json_object_get(b, "path"));
-    const char *format = json_string_value(json_object_get(b, "format"));
-    const char *filename = json_string_value(json_object_get(b, "filename"));
-    const char *name = json_string_value(json_object_get(b, "name"));
-    const char *tpl = json_string_value(json_object_get(b, "chat_template"));
     char namebuf[MAX_NAME + 1];
+    unsigned status = 0;
     if (!!repo == !!path) {
-        router_error(reply, 400, "invalid_request_error", "invalid_value",
-                     "Give exactly one of \"repo\" (a Hugging Face repo id or URL) and \"path\" (a "
-                     "directory on the router's machine).");
+        llmr_strbuf_puts(msg, "Give exactly one of \"repo\" (a Hugging Face repo id or URL) and \"path\" "
+                              "(a directory on the router's machine).");
+        status = 400;
         goto done;
     }
     if (!format || (strcmp(format, "safetensors") && strcmp(format, "gguf"))) {
-        router_error(reply, 400, "invalid_request_error", "invalid_value",
-                     "\"format\" must be \"safetensors\" or \"gguf\".");
+        llmr_strbuf_puts(msg, "\"format\" must be \"safetensors\" or \"gguf\".");
+        status = 400;
         goto done;
     }
     if (!name) {
@@ -138,19 +135,19 @@ static void register_model(llmr_router *r, const llmr_http_request *req, llmr_ht
         name = namebuf;
     }
     if (!valid_name(name)) {
-        router_error(reply, 400, "invalid_request_error", "invalid_name",
-                     "The model name \"%.64s\" is not valid: 1 to %d letters, digits, '.', '_' or "
-                     "'-', not starting with '.'.",
-                     name, MAX_NAME);
+        llmr_strbuf_printf(msg, "The model name \"%.64s\" is not valid: 1 to %d letters, digits, '.', '_' "
+                                "or '-', not starting with '.'.",
+                           name, MAX_NAME);
+        status = 400;
         goto done;
     }
     llmr_store_model existing = {0};
     if (llmr_store_model_get(r->store, name, &existing, &err) == LLMR_OK) {
         llmr_store_model_free(&existing);
-        router_error(reply, 409, "invalid_request_error", "model_exists",
-                     "A model named \"%s\" is registered already; delete it first or choose another "
-                     "name.",
-                     name);
+        llmr_strbuf_printf(msg, "A model named \"%s\" is registered already; delete it first or choose "
+                                "another name.",
+                           name);
+        status = 409;
         goto done;
     }
     llmr_strbuf_reset(&err);
@@ -160,16 +157,14 @@ static void register_model(llmr_router *r, const llmr_http_request *req, llmr_ht
         so.hf_endpoint = r->o.hf_endpoint;
     if (r->o.hf_token)
         so.hf_token = r->o.hf_token;
-    llmr_status st = llmr_source_resolve(&so, repo ? repo : path, &src, &err);
-    if (st != LLMR_OK) {
-        router_error(reply, 400, "invalid_request_error", "source_not_found", "%s", llmr_strbuf_cstr(&err));
+    if (llmr_source_resolve(&so, repo ? repo : path, &src, &err) != LLMR_OK) {
+        llmr_strbuf_puts(msg, llmr_strbuf_cstr(&err));
+        status = 400;
         goto done;
     }
-    if (llmr_source_check(&so, &src, format, filename, &bad_files, &err) != LLMR_OK) {
-        json_t *body = json_pack("{s:{s:s, s:s, s:n, s:s, s:O}}", "error", "message", llmr_strbuf_cstr(&err),
-                                 "type", "invalid_request_error", "param", "code", "invalid_model_files",
-                                 "files", bad_files ? bad_files : json_array());
-        llmr_http_reply_json(reply, 400, body);
+    if (llmr_source_check(&so, &src, format, filename, files, &err) != LLMR_OK) {
+        llmr_strbuf_puts(msg, llmr_strbuf_cstr(&err));
+        status = 400;
         goto done;
     }
     m.name = (char *)name;
@@ -184,24 +179,83 @@ static void register_model(llmr_router *r, const llmr_http_request *req, llmr_ht
     bool exists = false;
     llmr_strbuf_reset(&err);
     if (!m.manifest) {
-        router_error(reply, 500, "server_error", NULL, "out of memory");
+        llmr_strbuf_puts(msg, "the manifest could not be made (the log says why)");
+        status = 500;
     } else if (llmr_store_model_insert(r->store, &m, &exists, &err) != LLMR_OK) {
-        if (exists)
-            router_error(reply, 409, "invalid_request_error", "model_exists",
-                         "A model named \"%s\" is registered already.", name);
-        else
-            router_error(reply, 500, "server_error", NULL, "%s", llmr_strbuf_cstr(&err));
+        llmr_strbuf_printf(msg, exists ? "A model named \"%s\" is registered already." : "%s",
+                           exists ? name : llmr_strbuf_cstr(&err));
+        status = exists ? 409 : 500;
     } else {
         llmr_log_info(COMPONENT, "model %s registered (%s %s, %zu files)", name, src.kind,
                       repo ? src.repo : src.dir, json_array_size(json_object_get(m.manifest, "files")));
-        llmr_http_reply_json(reply, 201, model_json(r, &m, true));
+        *model = model_json(r, &m, true);
     }
     json_decref(m.manifest);
 done:
-    json_decref(bad_files);
     llmr_source_free(&src);
     llmr_strbuf_free(&err);
+    return status;
+}
+
+static void register_model(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    json_t *b = body_json(req, reply), *files = NULL, *model = NULL;
+    if (!b)
+        return;
+    llmr_strbuf msg = LLMR_STRBUF_INIT;
+    unsigned status = do_register(r, json_string_value(json_object_get(b, "repo")),
+                                  json_string_value(json_object_get(b, "path")),
+                                  json_string_value(json_object_get(b, "format")),
+                                  json_string_value(json_object_get(b, "filename")),
+                                  json_string_value(json_object_get(b, "name")),
+                                  json_string_value(json_object_get(b, "chat_template")), &model, &files, &msg);
+    if (!status) {
+        llmr_http_reply_json(reply, 201, model);
+    } else if (files) {
+        llmr_http_reply_json(reply, status,
+                             json_pack("{s:{s:s, s:s, s:n, s:s, s:O}}", "error", "message", llmr_strbuf_cstr(&msg),
+                                       "type", "invalid_request_error", "param", "code", "invalid_model_files",
+                                       "files", files));
+    } else {
+        const char *code = status == 409 ? "model_exists" : status == 500 ? NULL : "invalid_value";
+        router_error(reply, status, status == 500 ? "server_error" : "invalid_request_error", code, "%s",
+                     llmr_strbuf_cstr(&msg));
+    }
+    json_decref(files);
+    llmr_strbuf_free(&msg);
     json_decref(b);
+}
+
+llmr_status llmr_router_register_local(llmr_router *r, const char *dir, const char *format, const char *name,
+                                       llmr_strbuf *err)
+{
+    json_t *model = NULL, *files = NULL;
+    unsigned status = do_register(r, NULL, dir, format, NULL, name, NULL, &model, &files, err);
+    json_decref(model);
+    json_decref(files);
+    return status == 0 ? LLMR_OK : status == 409 ? LLMR_INVALID_ARGUMENT : status == 500 ? LLMR_INTERNAL
+                                                                                         : LLMR_INVALID_ARGUMENT;
+}
+
+size_t llmr_router_model_count(llmr_router *r)
+{
+    json_t *all = llmr_store_model_list(r->store);
+    size_t n = json_array_size(all);
+    json_decref(all);
+    return n;
+}
+
+llmr_status llmr_router_create_key(llmr_router *r, const char *name, unsigned scopes, char **id, char **secret,
+                                   llmr_strbuf *err)
+{
+    return llmr_store_key_create(r->store, name, scopes, NULL, id, secret, err);
+}
+
+void llmr_router_revoke_key(llmr_router *r, const char *id)
+{
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_store_key_revoke(r->store, id, &err);
+    llmr_strbuf_free(&err);
 }
 
 static void list_models(llmr_router *r, llmr_http_reply *reply)

@@ -230,7 +230,7 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
             *status_out = 502;
         }
         llmr_http_stream_end(a->out);
-    } else if (rc != CURLE_OK || status == 0 || status == 502 || status == 503) {
+    } else if ((rc != CURLE_OK && !a->received) || status == 0 || status == 502) {
         if (a->too_big) {
             router_error(a->reply, 502, "server_error", "node_failed", "The node's answer was larger than %u MiB.",
                          MAX_NODE_RESPONSE >> 20);

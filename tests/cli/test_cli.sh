@@ -65,7 +65,7 @@ has "$err" "100 bytes missing" "missing byte count"
 mkdir -p "$tmp/data/models"
 cp -r "$tmp/tiny" "$tmp/data/models/tiny"
 cp -r "$tmp/broken" "$tmp/data/models/broken"
-expect 0 "serve" -- "$LLMR" serve --data-dir "$tmp/data" --port 8181
+expect 0 "serve --check" -- "$LLMR" serve --check --data-dir "$tmp/data" --port 8181
 has "$out" "tiny" "serve lists the model"
 has "$out" "files check out" "serve says tiny is sound"
 has "$out" "not ready: 2 problem(s)" "serve says broken is not ready"
