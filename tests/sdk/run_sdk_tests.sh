@@ -3,11 +3,14 @@
 # SDK is installed with `npm ci` into BUILD_DIR/sdk-cache (again only when the lock
 # file changes), a node serves the loopback model over HTTP on a free port, and
 # `node --test` runs openai_sdk.test.mjs against it.  The node must then stop cleanly
-# on SIGTERM.
-# Usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR
+# on SIGTERM.  With "router", the same tests go through a router: the loopback model
+# is registered there from a directory, the node syncs it, and the SDK talks to the
+# router.
+# Usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR [node|router]
 set -u
-LLMR=${1:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR}
-BUILD_DIR=${2:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR}
+LLMR=${1:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR [node|router]}
+BUILD_DIR=${2:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR [node|router]}
+MODE=${3:-node}
 here=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "FAIL: $*" >&2; exit 1; }
@@ -22,6 +25,9 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 # ---- the SDK, installed once per lock file -------------------------------------------
 mkdir -p "$BUILD_DIR" || die "cannot create $BUILD_DIR"
 cache="$(cd "$BUILD_DIR" && pwd)/sdk-cache"
+# Two runs (node and router) may start at once: one installs, the other waits.
+exec 9>"$cache.lock" || die "cannot create $cache.lock"
+flock 9 || die "cannot lock $cache.lock"
 sum=$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -d' ' -f1)
 if [[ ! -d "$cache/node_modules/openai" || "$(cat "$cache/lock.sha256" 2>/dev/null)" != "$sum" ]]; then
   echo "sdk: installing the OpenAI SDK into $cache (npm ci)"
@@ -36,18 +42,41 @@ fi
 # copy beside the cache's node_modules.
 cp "$here/openai_sdk.test.mjs" "$cache/" || die "cannot copy the test file"
 sdk_version=$(node -p 'require(process.argv[1]).version' "$cache/node_modules/openai/package.json")
+flock -u 9
 
 # ---- a node serving the loopback model -----------------------------------------------
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-sdk-XXXXXX")
 node_pid=
-cleanup() { [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null; rm -rf "$tmp"; }
+router_pid=
+cleanup() {
+  [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null
+  [[ -n $router_pid ]] && kill -9 "$router_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 export LLMR_DATA_DIR="$tmp/data"
 
-"$LLMR" model synth --preset loopback --out "$tmp/data/models/loop" >"$tmp/synth.log" 2>&1 ||
-  die "synthesizing the loopback model failed: $(cat "$tmp/synth.log")"
-"$LLMR" node --host 127.0.0.1 --port 0 >"$tmp/node.log" 2>&1 &
-node_pid=$!
+if [[ $MODE == router ]]; then
+  command -v curl >/dev/null 2>&1 || die "curl is not installed: run 'make deps'"
+  LLMR_DATA_DIR="$tmp/router" "$LLMR" router --host 127.0.0.1 --port 0 --no-auth >"$tmp/router.log" 2>&1 &
+  router_pid=$!
+  for _ in $(seq 200); do grep -q "listening on" "$tmp/router.log" && break; sleep 0.05; done
+  rport=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$tmp/router.log" | grep -o '[0-9]*$')
+  [[ -n $rport ]] || die "the router did not start: $(cat "$tmp/router.log")"
+  "$LLMR" model synth --preset loopback --out "$tmp/src/loop" >"$tmp/synth.log" 2>&1 ||
+    die "synthesizing the loopback model failed: $(cat "$tmp/synth.log")"
+  code=$(curl -s -o "$tmp/reg" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}" "http://127.0.0.1:$rport/v0/models")
+  [[ $code == 201 ]] || die "registering the model with the router: $code $(cat "$tmp/reg")"
+  "$LLMR" node --host 127.0.0.1 --port 0 --router "http://127.0.0.1:$rport" --allow-cpu --heartbeat 0.3 \
+    >"$tmp/node.log" 2>&1 &
+  node_pid=$!
+else
+  "$LLMR" model synth --preset loopback --out "$tmp/data/models/loop" >"$tmp/synth.log" 2>&1 ||
+    die "synthesizing the loopback model failed: $(cat "$tmp/synth.log")"
+  "$LLMR" node --host 127.0.0.1 --port 0 >"$tmp/node.log" 2>&1 &
+  node_pid=$!
+fi
 
 node_failed() {
   echo "FAIL: $*" >&2
@@ -79,6 +108,20 @@ for _ in $(seq 100); do # 10 s
   sleep 0.1
 done
 [[ $health_ok -eq 1 ]] || node_failed "GET $base/health did not answer 200 within 10 s"
+
+if [[ $MODE == router ]]; then # the router's /v1 once the node has the model ready
+  base="http://127.0.0.1:$rport"
+  ready=0
+  for _ in $(seq 200); do # 20 s
+    if node -e 'fetch(process.argv[1]).then(r => r.json()).then(j => process.exit(j.data.some(m => m.id === "loop") ? 0 : 1), () => process.exit(1))' \
+        "$base/v1/models"; then
+      ready=1
+      break
+    fi
+    sleep 0.1
+  done
+  [[ $ready -eq 1 ]] || node_failed "the router never listed loop as ready: $(tail -5 "$tmp/router.log")"
+fi
 
 # ---- the tests -----------------------------------------------------------------------
 echo "sdk: openai $sdk_version on Node.js $(node --version) against $base"
