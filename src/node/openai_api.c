@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/random.h"
 #include "common/utf8.h"
 
 /* OpenAI reports an impossible token's logprob as -9999.0 (JSON has no -Infinity). */
@@ -368,34 +369,6 @@ void llmr_oai_sse_done(llmr_strbuf *out)
 /* ---- ids --------------------------------------------------------------------------- */
 
 /* n random bytes from the kernel: getrandom, else /dev/urandom. */
-static bool random_bytes(unsigned char *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = getrandom(buf + got, n - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    if (got == n)
-        return true;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    return got == n;
-}
-
 /* Last resort when the kernel gives no randomness: ids need only be unlikely to
  * repeat, so the clock and a counter through splitmix64 do. */
 static unsigned char fallback_byte(void)
@@ -421,7 +394,7 @@ void llmr_oai_new_id(const char *prefix, char *out, size_t size)
     size_t have = 0;
     while (have < ID_CHARS) {
         unsigned char buf[64];
-        bool ok = random_bytes(buf, sizeof buf);
+        bool ok = llmr_random_bytes(buf, sizeof buf);
         for (size_t i = 0; i < sizeof buf && have < ID_CHARS; i++) {
             unsigned char b = ok ? buf[i] : fallback_byte();
             if (b < 248) /* 248 = 4 * 62: no character more likely than another */

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
+#include "common/random.h"
 #include "router/store_internal.h"
 
 #define SECRET_PREFIX "llmr-"
@@ -94,34 +95,6 @@ void llmr_scopes_format(unsigned scopes, llmr_strbuf *out)
 
 /* n random bytes from the kernel: getrandom, else /dev/urandom.  No weaker fallback:
  * these make secrets. */
-static bool random_bytes(unsigned char *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = getrandom(buf + got, n - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    if (got == n)
-        return true;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    return got == n;
-}
-
 /* n characters of [A-Za-z0-9], uniformly (bytes of 248 and up are drawn again, so
  * the modulo has no bias), and a NUL. */
 static bool random_alnum(char *out, size_t n)
@@ -130,7 +103,7 @@ static bool random_alnum(char *out, size_t n)
     unsigned char buf[64];
     size_t done = 0;
     while (done < n) {
-        if (!random_bytes(buf, sizeof buf))
+        if (!llmr_random_bytes(buf, sizeof buf))
             return false;
         for (size_t i = 0; i < sizeof buf && done < n; i++)
             if (buf[i] < 248)
@@ -282,7 +255,7 @@ llmr_status llmr_store_key_create(llmr_store *s, const char *name, unsigned scop
         if (!random_alnum(the_secret + sizeof SECRET_PREFIX - 1, SECRET_RANDOM_CHARS))
             goto no_random;
     }
-    if (!random_bytes(salt_bytes, sizeof salt_bytes))
+    if (!llmr_random_bytes(salt_bytes, sizeof salt_bytes))
         goto no_random;
     to_hex(salt_bytes, sizeof salt_bytes, salt);
     hash_of(salt, the_secret, hash);
