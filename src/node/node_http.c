@@ -447,12 +447,11 @@ static void finish_whole(gen *g, llmr_http_reply *reply)
 }
 
 /* The prompt's token ids: rendered chat, a text prompt, or the ids given. */
-static bool prompt_ids(llmr_node_http *n, const llmr_oai_request *r, const llmr_node_prompt *p,
-                       llmr_ids *ids, llmr_oai_error *e)
+static bool prompt_ids(const llmr_oai_request *r, const llmr_node_prompt *p, llmr_ids *ids,
+                       llmr_oai_error *e)
 {
     llmr_strbuf text = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
     bool ok = false;
-    (void)n;
     if (r->kind == LLMR_OAI_CHAT) {
         if (!llmr_node_prompt_render(p, r->messages, r->tools, r->template_kwargs, &text, &err)) {
             llmr_oai_error_set(e, 400, "invalid_request_error", "template_error", "messages", "%s",
@@ -531,7 +530,7 @@ static void handle_generate(llmr_node_http *n, llmr_oai_kind kind, const llmr_ht
         llmr_oai_error_set(&e, 503, "server_error", "model_not_ready", "model", "%s", llmr_strbuf_cstr(&err));
         goto fail;
     }
-    if (!prompt_ids(n, &r, p, &ids, &e))
+    if (!prompt_ids(&r, p, &ids, &e))
         goto fail;
 
     g = calloc(1, sizeof *g);

@@ -7,6 +7,7 @@
  * before the first byte is replaced by another; one that fails mid-stream ends the
  * stream with an error event and [DONE], never a hang.  A client that leaves cancels
  * the request on the node (the connection to it closes). */
+#define _GNU_SOURCE /* memmem */
 #include "router/router_internal.h"
 
 #include <curl/curl.h>
@@ -135,7 +136,21 @@ typedef struct attempt {
     uint64_t t0_ns, first_ns;
     atomic_bool gone;           /* the client left */
     bool too_big;
+    uint32_t prompt_tokens, completion_tokens; /* the answer's usage, for the request log
+                                                  (a stream has it only with include_usage) */
 } attempt;
+
+/* The usage object in text, if any. */
+static void read_usage(attempt *a, const char *text, size_t len)
+{
+    static const char key[] = "\"usage\":{\"prompt_tokens\":";
+    const char *u = memmem(text, len, key, sizeof key - 1);
+    unsigned p = 0, c = 0;
+    if (u && sscanf(u + sizeof key - 1, "%u,\"completion_tokens\":%u", &p, &c) == 2) {
+        a->prompt_tokens = p;
+        a->completion_tokens = c;
+    }
+}
 
 static uint64_t now_ns(void)
 {
@@ -164,6 +179,7 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
             a->out = llmr_http_reply_stream(a->reply, 200, "text/event-stream", client_gone, a);
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
+        read_usage(a, data, n);
         return n;
     }
     if (a->body.len + n > MAX_NODE_RESPONSE) {
@@ -239,6 +255,7 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
             answered = false; /* before the first byte of an answer: another node may */
         }
     } else {
+        read_usage(a, llmr_strbuf_cstr(&a->body), a->body.len);
         llmr_http_reply_text(a->reply, (unsigned)status, "application/json", llmr_strbuf_cstr(&a->body),
                              a->body.len);
     }
@@ -267,6 +284,7 @@ static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, co
     size_t n_tried = 0;
     long status = 0;
     double ttft_ms = -1;
+    uint32_t prompt_tokens = 0, completion_tokens = 0;
     if (llmr_store_model_get(r->store, q.model, &m, &err) != LLMR_OK) {
         router_error(reply, 404, "invalid_request_error", "model_not_found",
                      "The model '%s' does not exist (GET /v1/models lists them).", q.model);
@@ -305,10 +323,13 @@ static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, co
         }
     }
     llmr_strbuf_free(&a.body);
+    prompt_tokens = a.prompt_tokens;
+    completion_tokens = a.completion_tokens;
 done:;
     llmr_store_request logged = {arrival_ms, q.model, id[0] ? id : NULL, c->key_id,
                                  kind == LLMR_OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
-                                 (unsigned)status, 0, 0, ttft_ms, (double)(now_ns() - t0) / 1e6, NULL};
+                                 (unsigned)status, prompt_tokens, completion_tokens, ttft_ms,
+                                 (double)(now_ns() - t0) / 1e6, NULL};
     llmr_store_log_request(r->store, &logged);
     llmr_store_model_free(&m);
     llmr_strbuf_free(&err);

@@ -95,6 +95,10 @@ curl -sN -H "Authorization: Bearer $infkey" -H 'Content-Type: application/json' 
   "http://127.0.0.1:$rport/v1/completions" >"$tmp/stream"
 [[ $(grep -c '^data: {' "$tmp/stream") -ge 5 ]] || fail "a streamed completion: $(head -c 400 "$tmp/stream")"
 has "$(tail -c 40 "$tmp/stream")" "data: [DONE]" "the stream ends with [DONE]"
+# the request log holds the chat's usage (written within a second)
+sleep 0.5
+logged=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("select prompt_tokens, completion_tokens, status from requests where endpoint = ? order by id limit 1", ("/v1/chat/completions",)).fetchone())' "$tmp/router/router.db" 2>&1)
+[[ $logged =~ ^\(([1-9][0-9]*),\ 8,\ 200\)$ ]] || fail "the request log has the chat's usage: $logged"
 [[ $(call POST /v1/chat/completions "$infkey" '{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}') == 404 ]] ||
   fail "an unknown model: 404"
 [[ $(call POST /v1/chat/completions "$nodekey" '{"model": "loop", "messages": []}') == 403 ]] ||
