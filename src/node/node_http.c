@@ -452,7 +452,9 @@ static bool prompt_ids(const llmr_oai_request *r, const llmr_node_prompt *p, llm
 {
     llmr_strbuf text = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
     bool ok = false;
-    if (r->kind == LLMR_OAI_CHAT) {
+    if (r->kind == LLMR_OAI_CHAT && r->prompt) { /* rendered by the router */
+        llmr_strbuf_append(&text, r->prompt, r->prompt_len);
+    } else if (r->kind == LLMR_OAI_CHAT) {
         if (!llmr_node_prompt_render(p, r->messages, r->tools, r->template_kwargs, &text, &err)) {
             llmr_oai_error_set(e, 400, "invalid_request_error", "template_error", "messages", "%s",
                                llmr_strbuf_cstr(&err));

@@ -1,7 +1,7 @@
-/* What the node's HTTP API needs of a model beyond the engine: its tokenizer, its chat
- * template (chat_template.jinja, else tokenizer_config.json's chat_template, else the
- * default ChatML template) and the special tokens the template refers to (bos_token,
- * eos_token from tokenizer_config.json).  Loaded on a model's first request and kept:
+/* What the node's HTTP API needs of a model beyond the engine: its tokenizer, and its
+ * chat format (the template and the special tokens it sees, chosen from the model's
+ * files by template/chat_format.h).  A chat request from a router arrives rendered
+ * already; the node renders the others.  Loaded on a model's first request and kept:
  * the cache hands out references that stay valid until llmr_node_prompts_free. */
 #ifndef LLMR_NODE_NODE_PROMPT_H
 #define LLMR_NODE_NODE_PROMPT_H

@@ -27,6 +27,9 @@ typedef struct llmr_oai_error {
 
 typedef enum llmr_oai_kind { LLMR_OAI_CHAT, LLMR_OAI_COMPLETION } llmr_oai_kind;
 
+/* The chat request's extension field that carries a prompt rendered by the router. */
+#define LLMR_OAI_RENDERED_PROMPT "llmr_prompt"
+
 #define LLMR_OAI_MAX_STOP 16       /* stop strings per request */
 #define LLMR_OAI_MAX_TOP_LOGPROBS 20
 
@@ -38,7 +41,8 @@ typedef struct llmr_oai_request {
     json_t *messages;             /* owned reference, or NULL */
     json_t *tools;                /* owned reference, or NULL */
     json_t *template_kwargs;      /* chat_template_kwargs (an object), or NULL */
-    /* completions: the prompt as text, or as token ids */
+    /* completions: the prompt as text, or as token ids; chat: the prompt a router
+     * rendered (the LLMR_OAI_RENDERED_PROMPT extension), or NULL */
     char *prompt;                 /* NUL-terminated; NULL when prompt_ids */
     size_t prompt_len;
     int32_t *prompt_ids;

@@ -5,6 +5,7 @@
  * Messages and tools are kept as sent for the chat template; what is checked here is
  * what a template relies on.  Images, audio, forced tool calls and the deprecated
  * function-calling fields are refused with a message saying so. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/strbuf.h"
@@ -353,10 +354,27 @@ static bool parse_template_kwargs(json_t *root, llmr_oai_request *r, llmr_oai_er
     return true;
 }
 
+/* llmr_prompt (an extension): the chat rendered already, by a router that holds the
+ * model's chat format (docs/node.md); the node then tokenizes it as it is. */
+static bool parse_rendered_prompt(json_t *root, llmr_oai_request *r, llmr_oai_error *err)
+{
+    json_t *p = llmr_oai_given(root, LLMR_OAI_RENDERED_PROMPT);
+    if (!p)
+        return true;
+    if (!json_is_string(p))
+        return llmr_oai_fail_type(err, LLMR_OAI_RENDERED_PROMPT, "a string", p);
+    size_t n = json_string_length(p);
+    if (!(r->prompt = malloc(n + 1)))
+        return llmr_oai_fail_oom(err);
+    memcpy(r->prompt, json_string_value(p), n + 1);
+    r->prompt_len = n;
+    return true;
+}
+
 bool llmr_oai_parse_chat(json_t *root, llmr_oai_request *r, llmr_oai_error *err)
 {
     if (!parse_messages(root, r, err) || !parse_tools(root, r, err) ||
-        !parse_template_kwargs(root, r, err))
+        !parse_template_kwargs(root, r, err) || !parse_rendered_prompt(root, r, err))
         return false;
 
     /* max_completion_tokens replaces max_tokens, and wins when both are given. */

@@ -179,6 +179,8 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         st = bootstrap_admin(r, err);
     if (st == LLMR_OK && !(r->nodes = llmr_node_registry_new(r->o.node_offline_ms)))
         st = LLMR_OOM_RAM;
+    if (st == LLMR_OK && !(r->templates = router_templates_new()))
+        st = LLMR_OOM_RAM;
     if (st == LLMR_OK) {
         llmr_http_server_options so;
         llmr_http_server_options_default(&so);
@@ -209,6 +211,7 @@ void llmr_router_stop(llmr_router *r)
     if (r->srv)
         llmr_http_server_stop(r->srv);
     llmr_node_registry_free(r->nodes);
+    router_templates_free(r->templates);
     llmr_store_close(r->store);
     pthread_mutex_destroy(&r->queue_lock);
     pthread_cond_destroy(&r->queue_cond);

@@ -102,8 +102,13 @@ static json_t *model_json(llmr_router *r, const llmr_store_model *m, bool with_m
                           llmr_node_registry_model_states(r->nodes, m->name, now));
     json_t *files = json_object_get(m->manifest, "files");
     json_object_set_new(o, "files", json_integer((json_int_t)json_array_size(files)));
-    if (with_manifest)
+    json_t *origin = json_object_get(m->chat_format, "origin");
+    json_object_set(o, "chat_template_origin", origin ? origin : json_null());
+    if (with_manifest) {
         json_object_set(o, "manifest", m->manifest);
+        if (m->chat_format)
+            json_object_set(o, "chat_format", m->chat_format);
+    }
     return o;
 }
 
@@ -174,6 +179,8 @@ static unsigned do_register(llmr_router *r, const char *repo, const char *path, 
     m.format = (char *)format;
     m.filename = (char *)filename;
     m.chat_template = (char *)tpl;
+    if ((status = router_chat_format_read(&so, &src, format, tpl, &m.chat_format, msg)) != 0)
+        goto done;
     m.manifest = llmr_source_manifest(&src, name, format, filename, r->o.artifact_allowlist);
     m.created = (int64_t)time(NULL);
     bool exists = false;
@@ -190,8 +197,9 @@ static unsigned do_register(llmr_router *r, const char *repo, const char *path, 
                       repo ? src.repo : src.dir, json_array_size(json_object_get(m.manifest, "files")));
         *model = model_json(r, &m, true);
     }
-    json_decref(m.manifest);
 done:
+    json_decref(m.manifest);
+    json_decref(m.chat_format);
     llmr_source_free(&src);
     llmr_strbuf_free(&err);
     return status;
@@ -266,10 +274,11 @@ static void list_models(llmr_router *r, llmr_http_reply *reply)
     json_array_foreach(all, i, m)
     {
         const char *name = json_string_value(json_object_get(m, "name"));
-        json_t *o = json_pack("{s:O, s:O, s:O, s:O, s:b}", "name", json_object_get(m, "name"), "format",
+        json_t *o = json_pack("{s:O, s:O, s:O, s:O, s:b, s:O}", "name", json_object_get(m, "name"), "format",
                               json_object_get(m, "format"), "source", json_object_get(m, "source"),
                               "source_kind", json_object_get(m, "source_kind"), "ready",
-                              name && llmr_node_registry_model_ready(r->nodes, name, now));
+                              name && llmr_node_registry_model_ready(r->nodes, name, now), "chat_template_origin",
+                              json_object_get(m, "chat_template_origin"));
         json_array_append_new(out, o);
     }
     json_decref(all);
@@ -349,7 +358,7 @@ static void serve_file(const llmr_store_model *m, const char *path, const llmr_h
 static bool models_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                          llmr_http_reply *reply)
 {
-    /* /v0/models[/NAME[/manifest | /files/PATH]]: PATH is the rest, slashes and all */
+    /* /v0/models[/NAME[/manifest | /render | /files/PATH]]: PATH is the rest, slashes and all */
     char seg[3][256];
     const char *rest = NULL;
     const char *files = strstr(req->path, "/files/");
@@ -402,6 +411,9 @@ static bool models_route(llmr_router *r, const router_caller *c, const llmr_http
     } else if (n == 3 && !rest && !strcmp(seg[2], "manifest") && is_method(req, "GET")) {
         if (router_need(c, LLMR_SCOPE_NODE, reply))
             llmr_http_reply_json(reply, 200, json_incref(m.manifest));
+    } else if (n == 3 && !rest && !strcmp(seg[2], "render") && is_method(req, "POST")) {
+        if (router_need(c, LLMR_SCOPE_INFERENCE, reply))
+            router_render_endpoint(r, &m, req, reply);
     } else if (rest && !strcmp(seg[2], "files") && is_method(req, "GET")) {
         if (router_need(c, LLMR_SCOPE_NODE, reply))
             serve_file(&m, rest, req, reply);

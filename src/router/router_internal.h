@@ -5,9 +5,13 @@
 #include <pthread.h>
 
 #include "http/http_server.h"
+#include "node/openai_api.h"
+#include "router/model_source.h"
 #include "router/node_registry.h"
 #include "router/router.h"
 #include "router/store.h"
+
+typedef struct router_templates router_templates;
 
 struct llmr_router {
     llmr_router_options o;       /* strings owned */
@@ -17,6 +21,7 @@ struct llmr_router {
     pthread_mutex_t queue_lock;  /* the wait queue for a free node */
     pthread_cond_t queue_cond;
     unsigned waiting;
+    router_templates *templates; /* compiled chat templates per model (router_render.c) */
 };
 
 /* Who is asking: the scopes of the key presented (all, with --no-auth), its id. */
@@ -38,5 +43,24 @@ bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_
 /* /v1/... (router_proxy.c); false when the path is not one of its routes. */
 bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                         llmr_http_reply *reply);
+
+/* ---- chat templates (router_render.c) ---- */
+router_templates *router_templates_new(void);
+void router_templates_free(router_templates *t);
+/* At registration: the model's chat format as JSON into *out (NULL: its node renders,
+ * a gguf without a template given), or the HTTP status of the refusal with msg (400 a
+ * file that is not what it should be, 502 the source could not be read). */
+unsigned router_chat_format_read(const llmr_source_options *so, const llmr_source *src, const char *format,
+                                 const char *override, json_t **out, llmr_strbuf *msg);
+/* Renders a chat request with the model's chat format (m->chat_format not NULL);
+ * false with e (400 the template's error, 500 an unusable stored format). */
+bool router_render_chat(llmr_router *r, const llmr_store_model *m, const llmr_oai_request *q, llmr_strbuf *out,
+                        llmr_oai_error *e);
+/* The request's body with the rendered prompt added (LLMR_OAI_RENDERED_PROMPT), malloc'd. */
+bool router_render_body(const llmr_http_request *req, const char *prompt, size_t prompt_len, char **body,
+                        size_t *body_len);
+/* POST /v0/models/{name}/render: {"prompt", "template_origin"} for a chat request body. */
+void router_render_endpoint(llmr_router *r, const llmr_store_model *m, const llmr_http_request *req,
+                            llmr_http_reply *reply);
 
 #endif

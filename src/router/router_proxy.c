@@ -1,6 +1,7 @@
 /* The router's /v1 API: /v1/models (the models ready on at least one node) and the
  * OpenAI endpoints proxied to a node.  A request is checked here first (the same
- * parser as the node's, so a bad one never reaches a node), then waits for a node:
+ * parser as the node's, so a bad one never reaches a node), a chat is rendered with
+ * the model's chat template (router_render.c), then the request waits for a node:
  * among those with the model ready, the fewest outstanding requests, then the lowest
  * recent TTFT (node_registry.c).  No node ready: 503; all busy: the wait queue (429
  * when it is full, 504 after its timeout), each with Retry-After.  A node that fails
@@ -285,11 +286,29 @@ static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, co
     long status = 0;
     double ttft_ms = -1;
     uint32_t prompt_tokens = 0, completion_tokens = 0;
+    llmr_http_request fwd = *req; /* what goes to the node */
+    char *rendered_body = NULL;
     if (llmr_store_model_get(r->store, q.model, &m, &err) != LLMR_OK) {
         router_error(reply, 404, "invalid_request_error", "model_not_found",
                      "The model '%s' does not exist (GET /v1/models lists them).", q.model);
         status = 404;
         goto done;
+    }
+    /* a chat goes to the node rendered, with the model's chat format (router_render.c) */
+    if (kind == LLMR_OAI_CHAT && m.chat_format) {
+        llmr_strbuf prompt = LLMR_STRBUF_INIT;
+        bool ok = router_render_chat(r, &m, &q, &prompt, &e);
+        if (ok && !router_render_body(req, llmr_strbuf_cstr(&prompt), prompt.len, &rendered_body, &fwd.body_len)) {
+            ok = false;
+            llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory rendering the prompt");
+        }
+        llmr_strbuf_free(&prompt);
+        if (!ok) {
+            llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
+            status = e.status;
+            goto done;
+        }
+        fwd.body = rendered_body;
     }
     attempt a;
     memset(&a, 0, sizeof a);
@@ -304,7 +323,7 @@ static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, co
             id[0] = 0;
             break;
         }
-        bool answered = try_node(&a, url, req, &status);
+        bool answered = try_node(&a, url, &fwd, &status);
         ttft_ms = a.received ? (double)(a.first_ns - a.t0_ns) / 1e6 : -1;
         release(r, id, ttft_ms);
         if (answered)
@@ -331,6 +350,7 @@ done:;
                                  (unsigned)status, prompt_tokens, completion_tokens, ttft_ms,
                                  (double)(now_ns() - t0) / 1e6, NULL};
     llmr_store_log_request(r->store, &logged);
+    free(rendered_body);
     llmr_store_model_free(&m);
     llmr_strbuf_free(&err);
     llmr_oai_request_free(&q);

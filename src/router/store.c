@@ -67,6 +67,8 @@ static const char *const MIGRATIONS[] = {
     "  duration_ms REAL,"
     "  error TEXT);"
     "CREATE INDEX requests_time ON requests (time_ms);",
+    /* 2: the chat format the router renders with (template/chat_format.h), as JSON */
+    "ALTER TABLE models ADD COLUMN chat_format TEXT;",
 };
 #define SCHEMA_LATEST ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -345,7 +347,7 @@ int llmr_store_schema_version(llmr_store *s)
 /* ---- models --------------------------------------------------------------------------- */
 
 #define MODEL_COLUMNS \
-    "name, source_kind, source, revision, format, filename, chat_template, manifest, created"
+    "name, source_kind, source, revision, format, filename, chat_template, manifest, created, chat_format"
 
 static bool present(const char *text)
 {
@@ -362,8 +364,9 @@ llmr_status llmr_store_model_insert(llmr_store *s, const llmr_store_model *m, bo
         llmr_strbuf_puts(err, "a model needs a name, a source kind, a source and a format");
         return LLMR_INVALID_ARGUMENT;
     }
-    char *manifest = NULL;
-    if (!llmr_store_json_text(m->manifest, &manifest)) {
+    char *manifest = NULL, *chat_format = NULL;
+    if (!llmr_store_json_text(m->manifest, &manifest) || !llmr_store_json_text(m->chat_format, &chat_format)) {
+        free(manifest);
         llmr_strbuf_puts(err, "out of memory writing the model's manifest");
         return LLMR_OOM_RAM;
     }
@@ -372,7 +375,7 @@ llmr_status llmr_store_model_insert(llmr_store *s, const llmr_store_model *m, bo
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&s->db_lock);
     if (sqlite3_prepare_v2(s->db, "INSERT INTO models (" MODEL_COLUMNS ") "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK) {
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK) {
         status = llmr_store_sql_fail(s, err, "registering a model");
         goto done;
     }
@@ -385,6 +388,7 @@ llmr_status llmr_store_model_insert(llmr_store *s, const llmr_store_model *m, bo
     llmr_store_bind_text(st, 7, m->chat_template);
     llmr_store_bind_text(st, 8, manifest);
     sqlite3_bind_int64(st, 9, m->created > 0 ? m->created : llmr_store_unix_now());
+    llmr_store_bind_text(st, 10, chat_format);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
         if (exists)
@@ -401,6 +405,7 @@ done:
     sqlite3_finalize(st);
     pthread_mutex_unlock(&s->db_lock);
     free(manifest);
+    free(chat_format);
     return status;
 }
 
@@ -448,6 +453,8 @@ llmr_status llmr_store_model_get(llmr_store *s, const char *name, llmr_store_mod
     if (sqlite3_column_type(st, 7) != SQLITE_NULL)
         out->manifest = llmr_store_column_json(st, 7);
     out->created = sqlite3_column_int64(st, 8);
+    if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+        out->chat_format = llmr_store_column_json(st, 9);
     if (!out->name || !out->source_kind || !out->source || !out->format ||
         (sqlite3_column_type(st, 3) != SQLITE_NULL && !out->revision) ||
         (sqlite3_column_type(st, 5) != SQLITE_NULL && !out->filename) ||
@@ -472,7 +479,10 @@ json_t *llmr_store_model_list(llmr_store *s)
     pthread_mutex_lock(&s->db_lock);
     if (!list)
         goto fail;
-    if (sqlite3_prepare_v2(s->db, "SELECT " MODEL_COLUMNS " FROM models ORDER BY created, rowid",
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT " MODEL_COLUMNS ", CASE WHEN json_valid(chat_format) "
+                           "THEN json_extract(chat_format, '$.origin') END FROM models "
+                           "ORDER BY created, rowid",
                            -1, &st, NULL) != SQLITE_OK) {
         llmr_store_sql_fail(s, &err, "listing models");
         goto fail;
@@ -489,7 +499,8 @@ json_t *llmr_store_model_list(llmr_store *s)
             json_object_set_new(o, "filename", llmr_store_column_string(st, 5)) != 0 ||
             json_object_set_new(o, "chat_template", llmr_store_column_string(st, 6)) != 0 ||
             json_object_set_new(o, "manifest", llmr_store_column_json(st, 7)) != 0 ||
-            json_object_set_new(o, "created", json_integer(sqlite3_column_int64(st, 8))) != 0) {
+            json_object_set_new(o, "created", json_integer(sqlite3_column_int64(st, 8))) != 0 ||
+            json_object_set_new(o, "chat_template_origin", llmr_store_column_string(st, 10)) != 0) {
             llmr_strbuf_puts(&err, "listing models: out of memory");
             goto fail;
         }
@@ -562,5 +573,6 @@ void llmr_store_model_free(llmr_store_model *m)
     free(m->filename);
     free(m->chat_template);
     json_decref(m->manifest);
+    json_decref(m->chat_format);
     memset(m, 0, sizeof *m);
 }

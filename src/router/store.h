@@ -33,6 +33,8 @@ typedef struct llmr_store_model {
     char *chat_template;  /* given at registration (overrides the model's), or NULL */
     json_t *manifest;     /* docs/node-router-protocol.md (owned) */
     int64_t created;      /* unix seconds */
+    json_t *chat_format;  /* the chat format the router renders with
+                             (llmr_chat_format_to_json), or NULL: the node renders */
 } llmr_store_model;
 
 /* Inserts.  A name already registered: INVALID_ARGUMENT with *exists = true, and the
@@ -43,7 +45,7 @@ llmr_status llmr_store_model_insert(llmr_store *s, const llmr_store_model *m, bo
 llmr_status llmr_store_model_get(llmr_store *s, const char *name, llmr_store_model *out,
                                  llmr_strbuf *err);
 /* Every model, oldest first: a JSON array of objects with the fields above (manifest
- * included). */
+ * included) except chat_format, of which only "chat_template_origin" (or null). */
 json_t *llmr_store_model_list(llmr_store *s);
 /* NOT_FOUND when there is no such model. */
 llmr_status llmr_store_model_delete(llmr_store *s, const char *name, llmr_strbuf *err);

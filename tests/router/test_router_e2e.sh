@@ -2,7 +2,9 @@
 # The router end to end with real processes on loopback: a router, a node that
 # registers with it, a loopback model registered from a local directory, synced by the
 # node and served through the router (plain and streamed); registration errors (a
-# missing tokenizer.json named, a duplicate 409); a shard that goes missing after
+# missing tokenizer.json named, a duplicate 409, a template that does not compile);
+# chat templates kept at registration and rendered by the router (the render endpoint,
+# a chat whose prompt is the router's render); a shard that goes missing after
 # registration (the model never becomes ready, the router names the shard); keys and
 # scopes (401, 403), absurd names and traversal (400), a body over the limit (413).
 # Usage: test_router_e2e.sh PATH_TO_LLMR
@@ -58,6 +60,30 @@ has "$(cat "$tmp/body")" "tokenizer.json" "the 400 names tokenizer.json"
   fail "register: $(cat "$tmp/body")"
 [[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}") == 409 ]] ||
   fail "a duplicate: 409"
+# chat templates: kept at registration, rendered by the router
+[[ $(call GET /v0/models/loop "$admin") == 200 ]] || fail "get loop"
+has "$(cat "$tmp/body")" '"chat_template_origin":"default"' "loop (no template of its own) renders with the default"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\", \"name\": \"loopq\", \"chat_template\": \"{{ 'Q' }}\"}") == 201 ]] ||
+  fail "register with a template: $(cat "$tmp/body")"
+has "$(cat "$tmp/body")" '"chat_template_origin":"registration"' "the registration's template is kept"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\", \"name\": \"loopbad\", \"chat_template\": \"{% for %}\"}") == 400 ]] ||
+  fail "a template that does not compile: 400"
+has "$(cat "$tmp/body")" "does not compile" "the 400 says the template does not compile"
+[[ $(call GET /v0/models/loopbad "$admin") == 404 ]] || fail "the refused registration left nothing"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\", \"name\": \"loopraise\", \"chat_template\": \"{{ raise_exception('only user turns here') }}\"}") == 201 ]] ||
+  fail "register a raising template: $(cat "$tmp/body")"
+[[ $(call POST /v0/models/loop/render "$infkey" '{"messages": [{"role": "user", "content": "hi"}]}') == 200 ]] ||
+  fail "render loop: $(cat "$tmp/body")"
+has "$(cat "$tmp/body")" '<|im_start|>user\nhi<|im_end|>' "the default template renders ChatML"
+[[ $(call POST /v0/models/loopq/render "$infkey" '{"messages": [{"role": "user", "content": "hi"}]}') == 200 ]] ||
+  fail "render loopq"
+has "$(cat "$tmp/body")" '"prompt":"Q"' "the registration's template renders"
+[[ $(call POST /v0/models/loopraise/render "$infkey" '{"messages": [{"role": "user", "content": "hi"}]}') == 400 ]] ||
+  fail "a raising template: 400"
+has "$(cat "$tmp/body")" "only user turns here" "the template's own message comes back"
+[[ $(call POST /v0/models/loop/render "$infkey" '{"messages": "hi"}') == 400 ]] || fail "render a bad request: 400"
+[[ $(call POST /v0/models/loop/render "$nodekey" '{"messages": []}') == 403 ]] || fail "render needs inference scope"
+
 [[ $(call GET /v0/models/loop/files/../../etc/passwd "$nodekey") == 404 ]] ||
   [[ $(call GET /v0/models/loop/files/..%2F..%2Fetc%2Fpasswd "$nodekey") != 200 ]] ||
   fail "path traversal is not served"
@@ -99,6 +125,18 @@ has "$(tail -c 40 "$tmp/stream")" "data: [DONE]" "the stream ends with [DONE]"
 sleep 0.5
 logged=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("select prompt_tokens, completion_tokens, status from requests where endpoint = ? order by id limit 1", ("/v1/chat/completions",)).fetchone())' "$tmp/router/router.db" 2>&1)
 [[ $logged =~ ^\(([1-9][0-9]*),\ 8,\ 200\)$ ]] || fail "the request log has the chat's usage: $logged"
+# the router renders: loopq's prompt is its template's one character, one token
+for _ in $(seq 100); do
+  call GET /v1/models "$infkey" >/dev/null
+  grep -q '"loopq"' "$tmp/body" && python3 -c 'import json,sys; sys.exit(0 if any(m["id"] == "loopq" and m.get("ready", True) for m in json.load(open(sys.argv[1]))["data"]) else 1)' "$tmp/body" 2>/dev/null && break
+  sleep 0.1
+done
+[[ $(call POST /v1/chat/completions "$infkey" '{"model": "loopq", "messages": [{"role": "user", "content": "a longer question"}], "max_tokens": 3}') == 200 ]] ||
+  fail "chat with loopq: $(cat "$tmp/body")"
+has "$(cat "$tmp/body")" '"prompt_tokens":1,' "the node got the router's render (one token)"
+[[ $(call POST /v1/chat/completions "$infkey" '{"model": "loopraise", "messages": [{"role": "user", "content": "hi"}]}') == 400 ]] ||
+  fail "a chat whose template raises: 400"
+has "$(cat "$tmp/body")" "only user turns here" "the chat's 400 carries the template's message"
 [[ $(call POST /v1/chat/completions "$infkey" '{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}') == 404 ]] ||
   fail "an unknown model: 404"
 [[ $(call POST /v1/chat/completions "$nodekey" '{"model": "loop", "messages": []}') == 403 ]] ||

@@ -259,6 +259,74 @@ TEST(models_insert_get_list_delete)
     llmr_store_close(s);
 }
 
+TEST(a_model_keeps_its_chat_format)
+{
+    llmr_store *s = open_new(NULL);
+    if (!s)
+        return;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    json_t *format = json_pack("{s:s, s:s, s:{s:s}}", "template", "{{ messages[0].content }}", "origin",
+                               "chat_template.jinja", "special", "bos_token", "<s>");
+    llmr_store_model m = {.name = "chat", .source_kind = "local", .source = "/models/chat",
+                          .format = "safetensors", .chat_format = format, .created = 10};
+    CHECK_EQ_INT(llmr_store_model_insert(s, &m, NULL, &err), LLMR_OK);
+    llmr_store_model got;
+    CHECK_EQ_INT(llmr_store_model_get(s, "chat", &got, &err), LLMR_OK);
+    CHECK(json_equal(got.chat_format, format));
+    llmr_store_model_free(&got);
+    json_t *list = llmr_store_model_list(s);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(list, 0), "chat_template_origin")),
+                 "chat_template.jinja");
+    CHECK(json_object_get(json_array_get(list, 0), "chat_format") == NULL); /* the list stays small */
+    json_decref(list);
+    json_decref(format);
+    llmr_strbuf_free(&err);
+    llmr_store_close(s);
+}
+
+TEST(a_version_1_database_migrates_with_its_models)
+{
+    /* the first schema's models table, as version 1 wrote it */
+    const char *path = fx_path(fx_tmpdir(), "router.db");
+    sqlite3 *db = NULL;
+    CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(db,
+                              "CREATE TABLE models (name TEXT PRIMARY KEY NOT NULL, source_kind TEXT NOT NULL,"
+                              " source TEXT NOT NULL, revision TEXT, format TEXT NOT NULL, filename TEXT,"
+                              " chat_template TEXT, manifest TEXT, created INTEGER NOT NULL);"
+                              "CREATE TABLE nodes (id TEXT PRIMARY KEY NOT NULL, name TEXT, url TEXT, info TEXT,"
+                              " last_seen INTEGER NOT NULL DEFAULT 0, drained INTEGER NOT NULL DEFAULT 0);"
+                              "CREATE TABLE api_keys (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL,"
+                              " scopes INTEGER NOT NULL, lookup TEXT NOT NULL, salt TEXT NOT NULL,"
+                              " hash TEXT NOT NULL, created INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0,"
+                              " last_used INTEGER);"
+                              "CREATE TABLE requests (id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, model TEXT,"
+                              " node TEXT, key_id TEXT, endpoint TEXT, status INTEGER NOT NULL,"
+                              " prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL"
+                              " DEFAULT 0, ttft_ms REAL, duration_ms REAL, error TEXT);"
+                              "INSERT INTO models VALUES ('old', 'hf', 'org/old', 'main', 'safetensors', NULL,"
+                              " NULL, '{\"files\": []}', 5);"
+                              "PRAGMA user_version = 1",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    llmr_store *s = reopen(path);
+    if (!s)
+        return;
+    CHECK(llmr_store_schema_version(s) >= 2);
+    llmr_store_model m;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_store_model_get(s, "old", &m, &err), LLMR_OK);
+    CHECK_EQ_STR(m.source, "org/old");
+    CHECK(m.chat_format == NULL); /* its node renders */
+    llmr_store_model_free(&m);
+    json_t *list = llmr_store_model_list(s);
+    CHECK(json_is_null(json_object_get(json_array_get(list, 0), "chat_template_origin")));
+    json_decref(list);
+    llmr_strbuf_free(&err);
+    llmr_store_close(s);
+}
+
 TEST(a_second_registration_of_a_name_changes_nothing)
 {
     llmr_store *s = open_new(NULL);
@@ -891,6 +959,8 @@ int main(void)
     RUN(a_database_from_a_newer_llmr_is_refused_untouched);
     RUN(a_file_that_is_not_a_database_is_refused);
     RUN(models_insert_get_list_delete);
+    RUN(a_model_keeps_its_chat_format);
+    RUN(a_version_1_database_migrates_with_its_models);
     RUN(a_second_registration_of_a_name_changes_nothing);
     RUN(nodes_upsert_list_drain_delete);
     RUN(scopes_parse_and_format);

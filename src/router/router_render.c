@@ -1,0 +1,274 @@
+/* Chat templates on the router: the chat format a model is registered with (read from
+ * its source's files: template/chat_format.h), the compiled templates kept per model,
+ * the render of each chat request before it goes to a node (which then receives the
+ * prompt in the "llmr_prompt" extension field and tokenizes it as it is), and
+ * POST /v0/models/{name}/render, which shows a chat's prompt without running it.
+ *
+ * A gguf model carries its template inside the weights file, which the router does not
+ * read: unless its registration gave a template, its node renders.  So do models
+ * registered before the router kept chat formats (no chat_format in the store). */
+#include "router/router_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "node/openai_api.h"
+#include "template/chat_format.h"
+
+#define COMPONENT "router"
+
+/* ---- at registration ------------------------------------------------------------------- */
+
+/* One file of the source into *text when it is listed; NULL when it is not. */
+static llmr_status read_listed(const llmr_source_options *so, const llmr_source *src, const char *path,
+                               size_t max, char **text, size_t *len, llmr_strbuf *err)
+{
+    *text = NULL;
+    *len = 0;
+    if (!llmr_source_find(src, path))
+        return LLMR_OK;
+    llmr_strbuf e = LLMR_STRBUF_INIT;
+    llmr_status st = llmr_source_read(so, src, path, max, text, len, &e);
+    if (st != LLMR_OK)
+        llmr_strbuf_printf(err, "%s: %s", path, llmr_strbuf_cstr(&e));
+    llmr_strbuf_free(&e);
+    return st;
+}
+
+unsigned router_chat_format_read(const llmr_source_options *so, const llmr_source *src, const char *format,
+                                 const char *override, json_t **out, llmr_strbuf *msg)
+{
+    *out = NULL;
+    if (strcmp(format, "safetensors") != 0 && !override)
+        return 0; /* gguf: the template is in the weights; the node renders */
+    char *jinja = NULL, *tjson = NULL, *tcfg = NULL;
+    llmr_chat_files files = {0};
+    llmr_chat_format f = {0};
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_status st = LLMR_OK;
+    files.override = override;
+    if (strcmp(format, "safetensors") == 0) {
+        if (!override)
+            st = read_listed(so, src, LLMR_CHAT_ORIGIN_JINJA, LLMR_CHAT_MAX_TEMPLATE_BYTES, &jinja,
+                             &files.jinja_len, &err);
+        if (st == LLMR_OK && !override && !jinja)
+            st = read_listed(so, src, LLMR_CHAT_ORIGIN_JSON, LLMR_CHAT_MAX_TEMPLATE_BYTES, &tjson,
+                             &files.template_json_len, &err);
+        if (st == LLMR_OK)
+            st = read_listed(so, src, LLMR_CHAT_ORIGIN_TOKENIZER_CONFIG, LLMR_CHAT_MAX_CONFIG_BYTES, &tcfg,
+                             &files.tokenizer_config_len, &err);
+    }
+    files.jinja = jinja;
+    files.template_json = tjson;
+    files.tokenizer_config = tcfg;
+    if (st == LLMR_OK)
+        st = llmr_chat_format_choose(&files, &f, &err);
+    unsigned status = 0;
+    if (st == LLMR_OK) {
+        if (!(*out = llmr_chat_format_to_json(&f))) {
+            llmr_strbuf_puts(msg, "out of memory");
+            status = 500;
+        }
+    } else if (st == LLMR_OOM_RAM) {
+        llmr_strbuf_puts(msg, "out of memory");
+        status = 500;
+    } else {
+        llmr_strbuf_printf(msg, "The model's chat format cannot be used: %s.", llmr_strbuf_cstr(&err));
+        status = st == LLMR_IO ? 502 : 400;
+    }
+    llmr_chat_format_free(&f);
+    llmr_strbuf_free(&err);
+    free(jinja);
+    free(tjson);
+    free(tcfg);
+    return status;
+}
+
+/* ---- the compiled templates ---------------------------------------------------------------- */
+
+/* One model's compiled template, shared by the requests that render with it. */
+typedef struct template_entry {
+    struct template_entry *next;
+    char *name;
+    int64_t created;   /* the registration it belongs to */
+    char *source;
+    llmr_template *tpl;
+    json_t *special;
+    unsigned refs;     /* the cache's own, plus one per render in progress */
+} template_entry;
+
+struct router_templates {
+    pthread_mutex_t lock;
+    template_entry *head;
+};
+
+router_templates *router_templates_new(void)
+{
+    router_templates *t = calloc(1, sizeof *t);
+    if (t)
+        pthread_mutex_init(&t->lock, NULL);
+    return t;
+}
+
+static void entry_free(template_entry *e)
+{
+    free(e->name);
+    free(e->source);
+    llmr_template_free(e->tpl);
+    json_decref(e->special);
+    free(e);
+}
+
+static void entry_release(router_templates *t, template_entry *e)
+{
+    pthread_mutex_lock(&t->lock);
+    bool last = --e->refs == 0;
+    pthread_mutex_unlock(&t->lock);
+    if (last)
+        entry_free(e);
+}
+
+void router_templates_free(router_templates *t)
+{
+    if (!t)
+        return;
+    for (template_entry *e = t->head, *next; e; e = next) {
+        next = e->next;
+        entry_free(e);
+    }
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+/* The entry for this registration of the model (compiled on first use, replacing the
+ * entry of an earlier registration of the same name), with a reference for the
+ * caller; NULL with err when the stored format is unusable. */
+static template_entry *entry_get(router_templates *t, const llmr_store_model *m, llmr_strbuf *err)
+{
+    llmr_chat_format f;
+    if (!llmr_chat_format_from_json(m->chat_format, &f)) {
+        llmr_strbuf_printf(err, "the stored chat format of model %s is damaged; register the model again",
+                           m->name);
+        return NULL;
+    }
+    pthread_mutex_lock(&t->lock);
+    template_entry **link = &t->head, *e;
+    while ((e = *link) && strcmp(e->name, m->name) != 0)
+        link = &e->next;
+    if (e && e->created == m->created && strcmp(e->source, f.source) == 0) {
+        e->refs++;
+        pthread_mutex_unlock(&t->lock);
+        llmr_chat_format_free(&f);
+        return e;
+    }
+    if (e) { /* an earlier registration's: out of the cache, freed by its last user */
+        *link = e->next;
+        if (--e->refs == 0)
+            entry_free(e);
+    }
+    char terr[512];
+    template_entry *n = calloc(1, sizeof *n);
+    if (n && (n->name = strdup(m->name)) &&
+        (n->tpl = llmr_template_compile(f.source, strlen(f.source), terr, sizeof terr))) {
+        n->created = m->created;
+        n->source = f.source;
+        n->special = json_incref(f.special);
+        f.source = NULL;
+        n->refs = 2;
+        n->next = t->head;
+        t->head = n;
+    } else {
+        if (n && n->name)
+            llmr_strbuf_printf(err, "the chat template of model %s does not compile: %s", m->name, terr);
+        else
+            llmr_strbuf_puts(err, "out of memory");
+        if (n)
+            entry_free(n);
+        n = NULL;
+    }
+    pthread_mutex_unlock(&t->lock);
+    llmr_chat_format_free(&f);
+    return n;
+}
+
+/* ---- rendering ------------------------------------------------------------------------------ */
+
+bool router_render_chat(llmr_router *r, const llmr_store_model *m, const llmr_oai_request *q, llmr_strbuf *out,
+                        llmr_oai_error *e)
+{
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    template_entry *entry = entry_get(r->templates, m, &err);
+    bool ok = entry && llmr_chat_render(entry->tpl, entry->special, q->messages, q->tools, q->template_kwargs,
+                                        out, &err);
+    if (!entry)
+        llmr_oai_error_set(e, 500, "server_error", "template_error", NULL, "%s", llmr_strbuf_cstr(&err));
+    else if (!ok)
+        llmr_oai_error_set(e, 400, "invalid_request_error", "template_error", "messages", "%s",
+                           llmr_strbuf_cstr(&err));
+    if (entry)
+        entry_release(r->templates, entry);
+    llmr_strbuf_free(&err);
+    return ok;
+}
+
+bool router_render_body(const llmr_http_request *req, const char *prompt, size_t prompt_len, char **body,
+                        size_t *body_len)
+{
+    *body = NULL;
+    json_t *b = json_loadb(req->body, req->body_len, JSON_ALLOW_NUL, NULL);
+    if (!b || json_object_set_new(b, LLMR_OAI_RENDERED_PROMPT, json_stringn(prompt, prompt_len)) != 0) {
+        json_decref(b);
+        return false;
+    }
+    *body = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    if (*body)
+        *body_len = strlen(*body);
+    return *body != NULL;
+}
+
+/* ---- POST /v0/models/{name}/render ------------------------------------------------------------ */
+
+void router_render_endpoint(llmr_router *r, const llmr_store_model *m, const llmr_http_request *req,
+                            llmr_http_reply *reply)
+{
+    llmr_strbuf text = LLMR_STRBUF_INIT;
+    llmr_oai_request q;
+    llmr_oai_error e;
+    memset(&q, 0, sizeof q);
+    memset(&e, 0, sizeof e);
+    if (!m->chat_format) {
+        router_error(reply, 409, "invalid_request_error", "rendered_by_node",
+                     "Model %s is rendered by its node (%s), not by the router.", m->name,
+                     strcmp(m->format, "gguf") == 0 ? "a gguf model carries its template in its weights"
+                                                    : "it was registered before the router kept chat formats");
+        goto done;
+    }
+    /* the body is a chat request whose "model" may be left out */
+    json_t *b = json_loadb(req->body ? req->body : "", req->body_len, JSON_ALLOW_NUL, NULL);
+    if (json_is_object(b) && !json_object_get(b, "model"))
+        json_object_set_new(b, "model", json_string(m->name));
+    char *body = json_is_object(b) ? json_dumps(b, JSON_COMPACT) : NULL;
+    json_decref(b);
+    bool parsed = llmr_oai_parse(LLMR_OAI_CHAT, body ? body : req->body, body ? strlen(body) : req->body_len, &q, &e);
+    free(body);
+    if (!parsed) {
+        llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
+        goto done;
+    }
+    if (!router_render_chat(r, m, &q, &text, &e)) {
+        llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
+        goto done;
+    }
+    json_t *origin = json_object_get(m->chat_format, "origin");
+    json_t *answer = json_pack("{s:s%, s:O}", "prompt", llmr_strbuf_cstr(&text), text.len, "template_origin",
+                               origin ? origin : json_null());
+    if (answer)
+        llmr_http_reply_json(reply, 200, answer);
+    else
+        router_error(reply, 500, "server_error", "template_error", "The rendered prompt is not valid UTF-8.");
+done:
+    llmr_oai_request_free(&q);
+    llmr_strbuf_free(&text);
+}
