@@ -1,6 +1,6 @@
-/* The router's /v0 API: models (register, list, show, delete, manifest, files), nodes
- * (register, heartbeat, list, drain, remove) and API keys.  See docs/router.md and
- * docs/node-router-protocol.md. */
+/* The router's /v0 API: models (register, list, show, delete, manifest, files; the
+ * render is router_render.c's), nodes (register, heartbeat, list, drain, remove), API
+ * keys, and the request log.  See docs/router.md and docs/node-router-protocol.md. */
 #include "router/router_internal.h"
 
 #include <ctype.h>
@@ -552,9 +552,44 @@ static bool keys_route(llmr_router *r, const router_caller *c, const llmr_http_r
     return true;
 }
 
+/* ---- the request log ---------------------------------------------------------------- */
+
+/* GET /v0/requests[?limit=N]: the newest entries first (default 100, at most 1000). */
+static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    unsigned long limit = 100;
+    const char *q = req->query ? strstr(req->query, "limit=") : NULL;
+    if (q && (q == req->query || q[-1] == '&')) {
+        char *end = NULL;
+        limit = strtoul(q + 6, &end, 10);
+        if (end == q + 6 || (*end && *end != '&') || limit < 1 || limit > 1000) {
+            router_error(reply, 400, "invalid_request_error", "invalid_value",
+                         "limit must be a whole number from 1 to 1000.");
+            return;
+        }
+    }
+    json_t *rows = llmr_store_recent_requests(r->store, limit);
+    if (!rows) {
+        router_error(reply, 500, "server_error", NULL, "The request log cannot be read now (the log says why).");
+        return;
+    }
+    llmr_http_reply_json(reply, 200,
+                         json_pack("{s:o, s:I}", "requests", rows, "dropped",
+                                   (json_int_t)llmr_store_log_dropped(r->store)));
+}
+
 bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                         llmr_http_reply *reply)
 {
+    if (!strcmp(req->path, "/v0/requests")) {
+        if (!is_method(req, "GET")) {
+            llmr_http_reply_header(reply, "Allow", "GET");
+            router_error(reply, 405, "invalid_request_error", "method_not_allowed", "/v0/requests takes GET.");
+        } else if (router_need(c, LLMR_SCOPE_ADMIN, reply)) {
+            recent_requests(r, req, reply);
+        }
+        return true;
+    }
     if (!strncmp(req->path, "/v0/models", 10) && (req->path[10] == 0 || req->path[10] == '/'))
         return models_route(r, c, req, reply);
     if (!strncmp(req->path, "/v0/nodes", 9) && (req->path[9] == 0 || req->path[9] == '/'))

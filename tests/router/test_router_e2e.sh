@@ -125,6 +125,11 @@ has "$(tail -c 40 "$tmp/stream")" "data: [DONE]" "the stream ends with [DONE]"
 sleep 0.5
 logged=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("select prompt_tokens, completion_tokens, status from requests where endpoint = ? order by id limit 1", ("/v1/chat/completions",)).fetchone())' "$tmp/router/router.db" 2>&1)
 [[ $logged =~ ^\(([1-9][0-9]*),\ 8,\ 200\)$ ]] || fail "the request log has the chat's usage: $logged"
+[[ $(call GET '/v0/requests?limit=500' "$admin") == 200 ]] || fail "read the request log: $(cat "$tmp/body")"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["requests"]; sys.exit(0 if any(x["endpoint"] == "/v1/chat/completions" and x["status"] == 200 and x["completion_tokens"] == 8 and x["node"] for x in r) else 1)' "$tmp/body" ||
+  fail "GET /v0/requests shows the chat: $(head -c 600 "$tmp/body")"
+[[ $(call GET '/v0/requests?limit=0' "$admin") == 400 ]] || fail "a limit of 0: 400"
+[[ $(call GET /v0/requests "$infkey") == 403 ]] || fail "the request log needs the admin scope"
 # the router renders: loopq's prompt is its template's one character, one token
 for _ in $(seq 100); do
   call GET /v1/models "$infkey" >/dev/null
