@@ -35,7 +35,7 @@ static void help(FILE *out)
             "With no model registered, serve writes the tiny synthetic gpt-oss model (random\n"
             "weights: its answers are noise) to DATA_DIR/demo and registers it as\n"
             DEMO_NAME ", so that a fresh machine serves a chat end to end.  Register real\n"
-            "models with POST /v0/models.\n\n"
+            "models with `llmr pull REPO|DIR` (or POST /v0/models); `llmr list` shows them.\n\n"
             "  --no-auth   no keys checked (only on a loopback address)\n"
             "  --check     report the models under DATA_DIR/models and exit\n"
             "SIGINT or SIGTERM stops it.\n");
@@ -133,7 +133,7 @@ static void demo_model(llmr_router *r, const char *data_dir)
         /* out of memory: serve without the demo */
     } else if (stat(dir, &st) != 0 && (llmr_mkdir_p(demo, &err) != LLMR_OK || !synth_demo(dir))) {
         llmr_log_warn("serve", "cannot write the demo model to %s (%s): serving without it; register a "
-                               "model with POST /v0/models",
+                               "model with llmr pull",
                       dir, err.len ? llmr_strbuf_cstr(&err) : "llmr model synth failed");
     } else if (llmr_router_register_local(r, dir, "safetensors", DEMO_NAME, &err) != LLMR_OK) {
         llmr_log_warn("serve", "cannot register the demo model: %s", llmr_strbuf_cstr(&err));
@@ -142,7 +142,7 @@ static void demo_model(llmr_router *r, const char *data_dir)
                 "\n  llmr: no model was registered, so this serves a SYNTHETIC DEMO model, \"%s\":\n"
                 "  the real gpt-oss shapes at a tiny size with random weights.  Its answers are\n"
                 "  noise; it shows the whole path working.  Register real models with\n"
-                "  POST /v0/models (docs/router.md).\n\n",
+                "  `llmr pull REPO|DIR` (docs/router.md); `llmr list` shows them.\n\n",
                 DEMO_NAME);
     }
     llmr_strbuf_free(&err);
