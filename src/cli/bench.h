@@ -10,5 +10,7 @@ int llmr_bench_ipc(int argc, char **argv, const llmr_config *cfg);
 int llmr_bench_engine(int argc, char **argv, const llmr_config *cfg);
 /* `llmr bench template`: bench_template.c.  argv[0] is "template". */
 int llmr_bench_template(int argc, char **argv, const llmr_config *cfg);
+/* `llmr bench router`: bench_router.c.  argv[0] is "router". */
+int llmr_bench_router(int argc, char **argv, const llmr_config *cfg);
 
 #endif

@@ -1,6 +1,7 @@
 /* `llmr bench`: benchmarks measured by the project itself.  `bench inspect DIR`
  * times the whole check of a model directory (list, headers, index, config, tensor
- * checks, descriptor) in this process, over several runs. */
+ * checks, descriptor) in this process, over several runs; the other subcommands live
+ * in bench_*.c (bench.h). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,7 +24,11 @@ static void help(FILE *out)
             "       llmr bench ipc [--tokens N] [--runs N]\n"
             "       llmr bench engine DIR [--prompts 128,1024,4096] [--contexts 0,4096,32768]\n"
             "                  [--decode-tokens N] [--ttft-prompt N] [--runs N] [--context N]\n"
-            "                  [--options JSON] [--seed N] [--json FILE]\n\n"
+            "                  [--options JSON] [--seed N] [--json FILE]\n"
+            "       llmr bench router [--concurrency 500] [--duration 60] [--nodes 2]\n"
+            "                  [--tokens 64] [--token-delay-us 20000] [--kill-node-after S]\n"
+            "                  [--endpoint chat|completions] [--threads 2] [--hang-after S]\n"
+            "                  [--keep] [--json]\n\n"
             "inspect: times llmr inspect's work on DIR N times (default 20) in this process\n"
             "and prints the first run, min, median and max in milliseconds, as JSON.\n\n"
             "tokenizer: loads FILE N times (default 5) and encodes and decodes the whole\n"
@@ -53,7 +58,21 @@ static void help(FILE *out)
             "Each figure is the median of --runs (default 3).  The model is loaded with\n"
             "--context tokens (default: enough for the largest prompt or context plus the\n"
             "decode tokens and 16); what does not fit is skipped and said so.  Prints a table\n"
-            "on stderr and one JSON object on stdout (also to --json FILE).\n");
+            "on stderr and one JSON object on stdout (also to --json FILE).\n\n"
+            "router: starts a router and --nodes nodes (child processes of this one, on\n"
+            "loopback, in a temporary directory) serving the loopback echo engine with\n"
+            "--token-delay-us between tokens, and keeps --concurrency streamed requests of\n"
+            "--tokens tokens in flight through the router for --duration seconds (keep-alive\n"
+            "connections on --threads event loops).  Router-added latency, per request: the\n"
+            "client's time to the first body byte (from writing the request to the kernel's\n"
+            "receive time) minus the node's time to first byte as the router measured it\n"
+            "(its X-Llmr-Upstream-Ttfb-Us header); see docs/router.md.  Prints requests,\n"
+            "tokens/s, errors by kind and the p50/p90/p99/max of router-added latency, client\n"
+            "and node TTFB in microseconds, and whether p99 < 2 ms (--json: one JSON object on\n"
+            "stdout, the table on stderr).  --kill-node-after S SIGKILLs one node S seconds in:\n"
+            "each stream in flight must then finish or end with an error event and [DONE],\n"
+            "and every later request must succeed.  Exits 1 when a request failed otherwise\n"
+            "(a hang: no byte for --hang-after seconds), keeping the logs (also --keep).\n");
 }
 
 static double now_ms(void)
@@ -253,10 +272,12 @@ static int run(int argc, char **argv, const llmr_config *config)
         return llmr_bench_engine(argc - 1, argv + 1, config);
     if (argc >= 2 && strcmp(argv[1], "template") == 0)
         return llmr_bench_template(argc - 1, argv + 1, config);
-    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, template, ipc, engine)");
+    if (argc >= 2 && strcmp(argv[1], "router") == 0)
+        return llmr_bench_router(argc - 1, argv + 1, config);
+    llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, template, ipc, engine, router)");
     return LLMR_EXIT_USAGE;
 }
 
 const llmr_command llmr_cmd_bench = {"bench",
-                                     "benchmarks: inspect, tokenizer, template, ipc, engine", run,
+                                     "benchmarks: inspect, tokenizer, template, ipc, engine, router", run,
                                      help};

@@ -21,7 +21,7 @@ static void help(FILE *out)
             "usage: llmr node [run] [--router URL] [--node-key KEY] [--node-url URL]\n"
             "                 [--node-name NAME] [--api-key KEY] [--allow-cpu]\n"
             "                 [--origin-allowlist HOSTS] [--prefer-origin] [--heartbeat SECONDS]\n"
-            "                 [--no-http]\n"
+            "                 [--no-http] [--engine-options JSON]\n"
             "       llmr node status [--json]\n"
             "       llmr node metrics\n"
             "       llmr node reload-plugins\n"
@@ -40,6 +40,10 @@ static void help(FILE *out)
             "  --api-key KEY         clients must send \"Authorization: Bearer KEY\"\n"
             "                        (or LLMR_API_KEY); default: no key\n"
             "  --no-http             no HTTP API, the control socket only\n"
+            "  --engine-options JSON load options for every model this node serves, a JSON\n"
+            "                        object handed to the engine (or LLMR_ENGINE_OPTIONS);\n"
+            "                        e.g. '{\"max_batch\": 64}' (the loopback engine also\n"
+            "                        takes token_delay_us)\n"
             "With --router URL (or LLMR_ROUTER) it registers with that router, sends a\n"
             "heartbeat every --heartbeat seconds (default 5), and fetches and verifies the\n"
             "models the router lists into DATA_DIR/models (docs/node-router-protocol.md):\n"
@@ -417,6 +421,7 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
     o.router_url = getenv("LLMR_ROUTER");
     o.node_key = getenv("LLMR_NODE_KEY");
     o.api_key = getenv("LLMR_API_KEY");
+    o.engine_options = getenv("LLMR_ENGINE_OPTIONS");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char **value = !strcmp(a, "--router")             ? &o.router_url
@@ -425,6 +430,7 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
                              : !strcmp(a, "--node-name")        ? &o.node_name
                              : !strcmp(a, "--api-key")          ? &o.api_key
                              : !strcmp(a, "--origin-allowlist") ? &o.origin_allowlist
+                             : !strcmp(a, "--engine-options")   ? &o.engine_options
                                                                 : NULL;
         if (value) {
             if (i + 1 >= argc) {
@@ -456,6 +462,8 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
         o.router_url = NULL;
     if (o.api_key && !*o.api_key)
         o.api_key = NULL;
+    if (o.engine_options && !*o.engine_options)
+        o.engine_options = NULL;
     return llmr_node_run(cfg, &o);
 }
 

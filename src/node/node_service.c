@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/fs_util.h"
+#include "common/json_util.h"
 #include "common/log.h"
 #include "node/control_server.h"
 #include "node/node_http.h"
@@ -97,8 +98,9 @@ void llmr_node_host_options(const llmr_config *cfg, char **plugin_dirs, size_t c
     o->vram_budgets = budgets && *budgets ? budgets : NULL;
 }
 
-/* Adds every model directory under DATA_DIR/models; returns how many were added. */
-static size_t add_models(llmr_engine_host *h, const char *models_dir)
+/* Adds every model directory under DATA_DIR/models, each with the engine options
+ * (a JSON object, or NULL); returns how many were added. */
+static size_t add_models(llmr_engine_host *h, const char *models_dir, const char *engine_options)
 {
     DIR *d = opendir(models_dir);
     size_t added = 0;
@@ -114,7 +116,7 @@ static size_t add_models(llmr_engine_host *h, const char *models_dir)
             continue;
         char *path = llmr_path_join(models_dir, de->d_name);
         if (path && is_dir(path)) {
-            llmr_model_spec spec = {de->d_name, path, NULL, NULL, 0, NULL};
+            llmr_model_spec spec = {de->d_name, path, NULL, NULL, 0, engine_options};
             llmr_strbuf err = LLMR_STRBUF_INIT;
             if (llmr_engine_host_add_model(h, &spec, &err) == LLMR_OK)
                 added++;
@@ -168,6 +170,29 @@ static void write_port_file(const char *data_dir, unsigned port)
     free(run_dir);
 }
 
+/* The engine options must be a JSON object ({"max_batch": 64}); NULL is none. */
+static bool check_engine_options(const char *text, llmr_strbuf *err)
+{
+    if (!text)
+        return true;
+    llmr_strbuf why = LLMR_STRBUF_INIT;
+    json_t *v = llmr_json_parse(text, strlen(text), &why);
+    bool ok = json_is_object(v);
+    if (!ok) {
+        llmr_strbuf_puts(err, "the engine options (--engine-options or LLMR_ENGINE_OPTIONS) must be a JSON "
+                              "object such as {\"max_batch\": 64}: ");
+        if (v) {
+            llmr_strbuf_puts(err, "got ");
+            llmr_json_describe(err, v);
+        } else {
+            llmr_strbuf_puts(err, llmr_strbuf_cstr(&why));
+        }
+    }
+    json_decref(v);
+    llmr_strbuf_free(&why);
+    return ok;
+}
+
 struct llmr_node {
     llmr_engine_host *host;
     llmr_control_server *ctl;
@@ -194,6 +219,8 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
                             llmr_strbuf *err)
 {
     *out = NULL;
+    if (!check_engine_options(no->engine_options, err))
+        return LLMR_INVALID_ARGUMENT;
     /* Engine workers read their settings from the environment: pass the log level on. */
     setenv("LLMR_LOG_LEVEL", llmr_config_get(cfg, LLMR_CONFIG_LOG_LEVEL), 1);
     const char *data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
@@ -223,7 +250,7 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
     }
     llmr_strbuf_free(&e);
     char *models_dir = llmr_path_join(data_dir, "models");
-    size_t models = models_dir ? add_models(n->host, models_dir) : 0;
+    size_t models = models_dir ? add_models(n->host, models_dir, no->engine_options) : 0;
     free(models_dir);
     if ((st = llmr_control_server_start(n->socket_path, n->host, &n->ctl, err)) != LLMR_OK)
         goto fail;
@@ -254,7 +281,7 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
                      n->http ? llmr_node_http_port(n->http) : 0);
         llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
                                        no->origin_allowlist, no->prefer_origin, no->allow_cpu,
-                                       no->heartbeat_ms};
+                                       no->heartbeat_ms, no->engine_options};
         llmr_strbuf le = LLMR_STRBUF_INIT;
         st = llmr_router_link_start(&lo, n->host, n->http, &n->link, &le);
         if (st != LLMR_OK) {

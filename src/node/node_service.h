@@ -31,13 +31,16 @@ typedef struct llmr_node_options {
     bool allow_cpu;               /* register even without a GPU */
     bool no_http;                 /* no HTTP API (the control socket only) */
     unsigned heartbeat_ms;        /* default 5000 */
+    const char *engine_options;   /* load options for every model the node adds (a JSON
+                                     object, the engine's options_json); NULL: none */
 } llmr_node_options;
 
 void llmr_node_options_default(llmr_node_options *o);
 
 /* A node started in this process: the engine host, the models under
  * DATA_DIR/models, the control socket, the HTTP API and the router link.  err says
- * what could not start (another node on the data directory, a port in use, ...). */
+ * what could not start (another node on the data directory, a port in use, engine
+ * options that are not a JSON object, ...). */
 typedef struct llmr_node llmr_node;
 llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *o, llmr_node **out,
                             llmr_strbuf *err);

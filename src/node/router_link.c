@@ -433,7 +433,7 @@ static void sync_one(llmr_router_link *l, const char *name)
         char *models = llmr_path_join(l->o.data_dir, "models");
         char *dir = models ? llmr_path_join(models, name) : NULL;
         const char *format = json_string_value(json_object_get(manifest, "format"));
-        llmr_model_spec spec = {name, dir, format, NULL, 0, NULL};
+        llmr_model_spec spec = {name, dir, format, NULL, 0, l->o.engine_options};
         llmr_strbuf_reset(&err);
         s = dir ? llmr_engine_host_add_model(l->host, &spec, &err) : LLMR_OOM_RAM;
         free(dir);
@@ -514,6 +514,7 @@ llmr_status llmr_router_link_start(const llmr_router_link_options *o, llmr_engin
     l->o.node_name = dup_or_null(o->node_name ? o->node_name : "llmr");
     l->o.data_dir = dup_or_null(o->data_dir);
     l->o.origin_allowlist = dup_or_null(o->origin_allowlist);
+    l->o.engine_options = dup_or_null(o->engine_options);
     /* a trailing slash would double in the paths */
     char *slash = (char *)l->o.router_url;
     for (size_t n = slash ? strlen(slash) : 0; n > 0 && slash[n - 1] == '/'; n--)
@@ -577,6 +578,7 @@ void llmr_router_link_stop(llmr_router_link *l)
     free((char *)l->o.node_name);
     free((char *)l->o.data_dir);
     free((char *)l->o.origin_allowlist);
+    free((char *)l->o.engine_options);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->wake);
     free(l);

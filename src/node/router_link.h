@@ -21,6 +21,7 @@ typedef struct llmr_router_link_options {
     bool prefer_origin;
     bool allow_cpu;               /* say so to the router when there is no GPU */
     unsigned heartbeat_ms;        /* default 5000 */
+    const char *engine_options;   /* load options of the models it adds (a JSON object), or NULL */
 } llmr_router_link_options;
 
 llmr_status llmr_router_link_start(const llmr_router_link_options *o, llmr_engine_host *host,

@@ -18,6 +18,7 @@ typedef struct rnode {
     bool drained;
     unsigned outstanding; /* requests this router sent and that are not done */
     double ttft_ms;       /* moving average of recent first tokens; 0: none yet */
+    uint64_t unreachable_until_ms; /* llmr_node_registry_mark_unreachable */
 } rnode;
 
 struct llmr_node_registry {
@@ -234,6 +235,17 @@ static bool excluded(const char *id, const char *const *exclude, size_t n)
     return false;
 }
 
+/* Whether n is a better choice than best: reachable first, then the fewest
+ * outstanding, then the lowest TTFT. */
+static bool better(const rnode *n, const rnode *best, uint64_t now_ms)
+{
+    bool n_marked = n->unreachable_until_ms > now_ms, best_marked = best->unreachable_until_ms > now_ms;
+    if (n_marked != best_marked)
+        return best_marked;
+    return n->outstanding < best->outstanding ||
+           (n->outstanding == best->outstanding && n->ttft_ms < best->ttft_ms);
+}
+
 bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t now_ms,
                              const char *const *exclude, size_t n_exclude, char *id, size_t id_size,
                              char *url, size_t url_size)
@@ -245,8 +257,7 @@ bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t 
         if (!ready_on(r, n, model, now_ms) || excluded(n->id, exclude, n_exclude) ||
             (r->max_outstanding && n->outstanding >= r->max_outstanding))
             continue;
-        if (!best || n->outstanding < best->outstanding ||
-            (n->outstanding == best->outstanding && n->ttft_ms < best->ttft_ms))
+        if (!best || better(n, best, now_ms))
             best = n;
     }
     if (best) {
@@ -268,5 +279,14 @@ void llmr_node_registry_done(llmr_node_registry *r, const char *id, double ttft_
         if (ttft_ms >= 0)
             n->ttft_ms = n->ttft_ms > 0 ? 0.8 * n->ttft_ms + 0.2 * ttft_ms : ttft_ms;
     }
+    pthread_mutex_unlock(&r->lock);
+}
+
+void llmr_node_registry_mark_unreachable(llmr_node_registry *r, const char *id, uint64_t now_ms)
+{
+    pthread_mutex_lock(&r->lock);
+    rnode *n = find(r, id);
+    if (n)
+        n->unreachable_until_ms = now_ms + LLMR_NODE_UNREACHABLE_MS;
     pthread_mutex_unlock(&r->lock);
 }

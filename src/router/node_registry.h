@@ -41,7 +41,8 @@ bool llmr_node_registry_model_ready(llmr_node_registry *r, const char *model, ui
 void llmr_node_registry_set_max_outstanding(llmr_node_registry *r, unsigned max);
 
 /* Picks a node for model, skipping the ids in `exclude` (tried already) and nodes at
- * their limit; copies its id and URL, counts one request outstanding on it.  false
+ * their limit, a node marked unreachable last (below); copies its id and URL, counts
+ * one request outstanding on it.  false
  * when none can serve now (llmr_node_registry_model_ready tells whether one could
  * later). */
 bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t now_ms,
@@ -49,5 +50,12 @@ bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t 
                              char *url, size_t url_size);
 /* The end of a request picked above; ttft_ms < 0 when there was no first token. */
 void llmr_node_registry_done(llmr_node_registry *r, const char *id, double ttft_ms);
+
+/* The router could not reach the node (it failed before its first byte): for
+ * LLMR_NODE_UNREACHABLE_MS, pick chooses it only when no other node can serve, so
+ * that new requests do not each try a dead node first until its heartbeats time out.
+ * After that, one request tries it again. */
+#define LLMR_NODE_UNREACHABLE_MS 2000u
+void llmr_node_registry_mark_unreachable(llmr_node_registry *r, const char *id, uint64_t now_ms);
 
 #endif

@@ -139,6 +139,7 @@ typedef struct attempt {
     bool too_big;
     uint32_t prompt_tokens, completion_tokens; /* the answer's usage, for the request log
                                                   (a stream has it only with include_usage) */
+    int64_t upstream_ttfb_us;   /* the node's time to its first body byte (see on_data) */
 } attempt;
 
 /* The usage object in text, if any. */
@@ -166,18 +167,40 @@ static void client_gone(void *user)
     atomic_store(&a->gone, true);
 }
 
+/* The node's part of the time to first byte, for `llmr bench router` (docs/router.md,
+ * "Load benchmark"): from the connection to the node being ready to send (curl's
+ * pretransfer time, so the connect counts as the router's) to its first body byte. */
+static void upstream_ttfb(attempt *a)
+{
+    curl_off_t pre_us = 0;
+    curl_easy_getinfo(a->curl, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
+    int64_t us = (int64_t)((a->first_ns - a->t0_ns) / 1000u) - (int64_t)pre_us;
+    a->upstream_ttfb_us = us > 0 ? us : 0;
+}
+
+static void add_upstream_header(attempt *a)
+{
+    char v[24];
+    snprintf(v, sizeof v, "%lld", (long long)a->upstream_ttfb_us);
+    llmr_http_reply_header(a->reply, "X-Llmr-Upstream-Ttfb-Us", v);
+}
+
 static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
 {
     attempt *a = user;
     size_t n = size * nmemb;
-    if (!a->received)
+    if (!a->received) {
         a->first_ns = now_ns();
+        upstream_ttfb(a);
+    }
     a->received += n;
     long status = 0;
     curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &status);
     if (a->stream && status == 200) {
-        if (!a->out)
+        if (!a->out) {
+            add_upstream_header(a);
             a->out = llmr_http_reply_stream(a->reply, 200, "text/event-stream", client_gone, a);
+        }
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
         read_usage(a, data, n);
@@ -257,6 +280,8 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
         }
     } else {
         read_usage(a, llmr_strbuf_cstr(&a->body), a->body.len);
+        if (a->received)
+            add_upstream_header(a);
         llmr_http_reply_text(a->reply, (unsigned)status, "application/json", llmr_strbuf_cstr(&a->body),
                              a->body.len);
     }
@@ -329,6 +354,7 @@ static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, co
         if (answered)
             break;
         llmr_log_warn(COMPONENT, "node %s failed before answering a %s request; trying another", id, q.model);
+        llmr_node_registry_mark_unreachable(r->nodes, id, router_now_ms());
         snprintf(tried_ids[n_tried], sizeof tried_ids[n_tried], "%s", id);
         tried[n_tried] = tried_ids[n_tried];
         n_tried++;

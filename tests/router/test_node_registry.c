@@ -1,5 +1,6 @@
 /* The router's node registry: registration, heartbeats, offline after the timeout,
- * drain, and the choice of a node (ready there, fewest outstanding, then lowest TTFT). */
+ * drain, and the choice of a node (ready there, reachable, fewest outstanding, then
+ * lowest TTFT). */
 #include <string.h>
 
 #include "check.h"
@@ -86,9 +87,39 @@ TEST(pick_prefers_ready_idle_fast_nodes)
     llmr_node_registry_free(r);
 }
 
+TEST(unreachable_node_picked_last_for_a_while)
+{
+    llmr_node_registry *r = llmr_node_registry_new(60000);
+    char a[32], b[32], id[32], url[64];
+    reg(r, "http://a", 0, a);
+    reg(r, "http://b", 0, b);
+    json_t *ready = beat("m", "ready");
+    llmr_node_registry_heartbeat(r, a, ready, 1);
+    llmr_node_registry_heartbeat(r, b, ready, 1);
+    CHECK(llmr_node_registry_pick(r, "m", 2, NULL, 0, id, sizeof id, url, sizeof url)); /* one on each */
+    CHECK(llmr_node_registry_pick(r, "m", 2, NULL, 0, id, sizeof id, url, sizeof url));
+    llmr_node_registry_done(r, a, -1);
+    llmr_node_registry_mark_unreachable(r, a, 10);
+    /* a has fewer outstanding, but it could not be reached: b, while the mark lasts */
+    CHECK(llmr_node_registry_pick(r, "m", 20, NULL, 0, id, sizeof id, url, sizeof url));
+    CHECK_EQ_STR(id, b);
+    /* with no other choice, the marked node is still tried */
+    const char *ex[] = {b};
+    CHECK(llmr_node_registry_pick(r, "m", 20, ex, 1, id, sizeof id, url, sizeof url));
+    CHECK_EQ_STR(id, a);
+    llmr_node_registry_done(r, a, -1);
+    /* after the mark, a is the idlest again */
+    CHECK(llmr_node_registry_pick(r, "m", 10 + LLMR_NODE_UNREACHABLE_MS + 1, NULL, 0, id, sizeof id, url,
+                                  sizeof url));
+    CHECK_EQ_STR(id, a);
+    json_decref(ready);
+    llmr_node_registry_free(r);
+}
+
 int main(void)
 {
     RUN(registration_and_heartbeats);
     RUN(pick_prefers_ready_idle_fast_nodes);
+    RUN(unreachable_node_picked_last_for_a_while);
     return llmr_test_finish();
 }
