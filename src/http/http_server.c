@@ -487,7 +487,9 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
     srv->user = o->user;
     srv->max_body = o->max_body ? o->max_body : (size_t)8 << 20;
     atomic_init(&srv->stopping, false);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+    /* poll, not select: select cannot watch descriptors past FD_SETSIZE (1024), which a
+     * router with hundreds of streams (each with its connection to a node) reaches */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                      MHD_USE_ERROR_LOG;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_DUAL_STACK; /* "::" takes IPv4 clients too */

@@ -725,6 +725,9 @@ llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_ho
     so.port = o->port;
     if (o->max_body)
         so.max_body = o->max_body;
+    /* a router sends up to 256 requests at once (its node_max_outstanding), each on a
+     * connection of its own; room for that, several routers and direct clients */
+    so.max_connections = 1024;
     so.handler = handle;
     so.user = n;
     llmr_status st = llmr_http_server_start(&so, &n->srv, err);

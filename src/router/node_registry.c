@@ -210,14 +210,28 @@ json_t *llmr_node_registry_model_states(llmr_node_registry *r, const char *model
     return out;
 }
 
-bool llmr_node_registry_model_ready(llmr_node_registry *r, const char *model, uint64_t now_ms)
+static bool excluded(const char *id, const char *const *exclude, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(exclude[i], id) == 0)
+            return true;
+    return false;
+}
+
+bool llmr_node_registry_model_ready_except(llmr_node_registry *r, const char *model, uint64_t now_ms,
+                                           const char *const *exclude, size_t n_exclude)
 {
     bool ready = false;
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n && !ready; i++)
-        ready = ready_on(r, &r->nodes[i], model, now_ms);
+        ready = ready_on(r, &r->nodes[i], model, now_ms) && !excluded(r->nodes[i].id, exclude, n_exclude);
     pthread_mutex_unlock(&r->lock);
     return ready;
+}
+
+bool llmr_node_registry_model_ready(llmr_node_registry *r, const char *model, uint64_t now_ms)
+{
+    return llmr_node_registry_model_ready_except(r, model, now_ms, NULL, 0);
 }
 
 void llmr_node_registry_set_max_outstanding(llmr_node_registry *r, unsigned max)
@@ -225,14 +239,6 @@ void llmr_node_registry_set_max_outstanding(llmr_node_registry *r, unsigned max)
     pthread_mutex_lock(&r->lock);
     r->max_outstanding = max;
     pthread_mutex_unlock(&r->lock);
-}
-
-static bool excluded(const char *id, const char *const *exclude, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(exclude[i], id) == 0)
-            return true;
-    return false;
 }
 
 /* Whether n is a better choice than best: reachable first, then the fewest
@@ -251,11 +257,20 @@ bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t 
                              char *url, size_t url_size)
 {
     pthread_mutex_lock(&r->lock);
+    /* A node marked unreachable is tried only when no other could take the request,
+     * even later: a request waits for a busy good node rather than try a dead one. */
+    bool healthy = false;
+    for (size_t i = 0; i < r->n && !healthy; i++) {
+        const rnode *n = &r->nodes[i];
+        healthy = ready_on(r, n, model, now_ms) && !excluded(n->id, exclude, n_exclude) &&
+                  n->unreachable_until_ms <= now_ms;
+    }
     rnode *best = NULL;
     for (size_t i = 0; i < r->n; i++) {
         rnode *n = &r->nodes[i];
         if (!ready_on(r, n, model, now_ms) || excluded(n->id, exclude, n_exclude) ||
-            (r->max_outstanding && n->outstanding >= r->max_outstanding))
+            (r->max_outstanding && n->outstanding >= r->max_outstanding) ||
+            (healthy && n->unreachable_until_ms > now_ms))
             continue;
         if (!best || better(n, best, now_ms))
             best = n;

@@ -34,17 +34,20 @@ bool llmr_node_registry_drain(llmr_node_registry *r, const char *id, bool draine
 json_t *llmr_node_registry_list(llmr_node_registry *r, uint64_t now_ms);
 /* Per node, the model's state there: [{"node","state","reason","sync"}]. */
 json_t *llmr_node_registry_model_states(llmr_node_registry *r, const char *model, uint64_t now_ms);
-/* Whether some online node has the model ready. */
+/* Whether some online node has the model ready (busy or not); _except leaves out the
+ * ids in exclude. */
 bool llmr_node_registry_model_ready(llmr_node_registry *r, const char *model, uint64_t now_ms);
+bool llmr_node_registry_model_ready_except(llmr_node_registry *r, const char *model, uint64_t now_ms,
+                                           const char *const *exclude, size_t n_exclude);
 
 /* Requests a node may have outstanding from this router (0: no limit, the default). */
 void llmr_node_registry_set_max_outstanding(llmr_node_registry *r, unsigned max);
 
 /* Picks a node for model, skipping the ids in `exclude` (tried already) and nodes at
- * their limit, a node marked unreachable last (below); copies its id and URL, counts
- * one request outstanding on it.  false
- * when none can serve now (llmr_node_registry_model_ready tells whether one could
- * later). */
+ * their limit, and a node marked unreachable (below) while another could take the
+ * request now or later; copies its id and URL, counts one request outstanding on it.
+ * false when none can serve now (llmr_node_registry_model_ready_except tells whether
+ * one could later). */
 bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t now_ms,
                              const char *const *exclude, size_t n_exclude, char *id, size_t id_size,
                              char *url, size_t url_size);
@@ -52,9 +55,10 @@ bool llmr_node_registry_pick(llmr_node_registry *r, const char *model, uint64_t 
 void llmr_node_registry_done(llmr_node_registry *r, const char *id, double ttft_ms);
 
 /* The router could not reach the node (it failed before its first byte): for
- * LLMR_NODE_UNREACHABLE_MS, pick chooses it only when no other node can serve, so
- * that new requests do not each try a dead node first until its heartbeats time out.
- * After that, one request tries it again. */
+ * LLMR_NODE_UNREACHABLE_MS, pick chooses it only when it is the only node with the
+ * model ready, so that new requests do not each try a dead node first (nor wait for a
+ * busy good one by trying it) until its heartbeats time out.  After that, one request
+ * tries it again. */
 #define LLMR_NODE_UNREACHABLE_MS 2000u
 void llmr_node_registry_mark_unreachable(llmr_node_registry *r, const char *id, uint64_t now_ms);
 

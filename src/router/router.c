@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "common/fs_util.h"
@@ -25,6 +26,7 @@ void llmr_router_options_default(llmr_router_options *o)
     o->heartbeat_s = 5;
     o->node_max_outstanding = 256;
     o->queue_max = 1024;
+    o->max_connections = 4096;
     o->queue_timeout_ms = 30000;
     o->max_body = 8u << 20;
 }
@@ -130,6 +132,23 @@ static llmr_status bootstrap_admin(llmr_router *r, llmr_strbuf *err)
     return LLMR_OK;
 }
 
+/* Each client connection, and each request's connection to its node, takes a file
+ * descriptor: the soft limit goes up to what max_connections needs, as far as the hard
+ * limit allows. */
+static void raise_fd_limit(unsigned max_connections)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_connections * 2 + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want)
+        llmr_log_warn(COMPONENT, "open files are limited to %llu (was %llu): fewer than the %u connections "
+                                 "allowed need; raise the hard limit (ulimit -Hn)",
+                      (unsigned long long)rl.rlim_cur, (unsigned long long)old, max_connections);
+}
+
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -166,6 +185,7 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     r->o.artifact_allowlist = dup_or_null(o->artifact_allowlist);
     r->o.hf_endpoint = dup_or_null(o->hf_endpoint);
     r->o.hf_token = dup_or_null(o->hf_token);
+    router_jobs_init(r);
     pthread_mutex_init(&r->queue_lock, NULL);
     pthread_cond_init(&r->queue_cond, NULL);
     llmr_status st = llmr_mkdir_p(r->o.data_dir, err);
@@ -187,6 +207,8 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         so.host = r->o.host;
         so.port = r->o.port;
         so.max_body = r->o.max_body;
+        so.max_connections = r->o.max_connections;
+        raise_fd_limit(r->o.max_connections);
         so.handler = handle;
         so.user = r;
         st = llmr_http_server_start(&so, &r->srv, err);
@@ -208,8 +230,13 @@ void llmr_router_stop(llmr_router *r)
 {
     if (!r)
         return;
+    atomic_store(&r->stopping, true); /* requests waiting for a node give up */
+    pthread_mutex_lock(&r->queue_lock);
+    pthread_cond_broadcast(&r->queue_cond);
+    pthread_mutex_unlock(&r->queue_lock);
     if (r->srv)
-        llmr_http_server_stop(r->srv);
+        llmr_http_server_stop(r->srv); /* streams close: their jobs drop their nodes */
+    router_jobs_wait(r);
     llmr_node_registry_free(r->nodes);
     router_templates_free(r->templates);
     llmr_store_close(r->store);

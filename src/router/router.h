@@ -6,7 +6,9 @@
  *   router_admin.c   /v0: models (register, list, show, delete, manifest, files), nodes
  *                    (register, heartbeat, list, drain, remove), keys
  *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
- *                    queue, retry before the first byte, streams) and /v1/models */
+ *                    queue, retry before the first byte, streams) and /v1/models
+ *   router_jobs.c    each proxied request on a thread of its own (so that it streams)
+ *   router_render.c  chat templates: chosen at registration, rendered per request */
 #ifndef LLMR_ROUTER_ROUTER_H
 #define LLMR_ROUTER_ROUTER_H
 
@@ -33,6 +35,7 @@ typedef struct llmr_router_options {
     unsigned queue_max;            /* requests waiting for a node; default 1024 */
     unsigned queue_timeout_ms;     /* default 30000 */
     size_t max_body;               /* default 8 MiB */
+    unsigned max_connections;      /* client connections at once; default 4096 */
 } llmr_router_options;
 
 void llmr_router_options_default(llmr_router_options *o);

@@ -3,6 +3,7 @@
 #define LLMR_ROUTER_ROUTER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "http/http_server.h"
 #include "node/openai_api.h"
@@ -22,6 +23,10 @@ struct llmr_router {
     pthread_cond_t queue_cond;
     unsigned waiting;
     router_templates *templates; /* compiled chat templates per model (router_render.c) */
+    atomic_bool stopping;        /* llmr_router_stop has begun: jobs end soon */
+    pthread_mutex_t jobs_lock;   /* the jobs running (router_jobs.c) */
+    pthread_cond_t jobs_done;
+    unsigned jobs;
 };
 
 /* Who is asking: the scopes of the key presented (all, with --no-auth), its id. */
@@ -43,6 +48,22 @@ bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_
 /* /v1/... (router_proxy.c); false when the path is not one of its routes. */
 bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                         llmr_http_reply *reply);
+
+/* ---- requests on threads of their own (router_jobs.c) ---- */
+typedef struct router_job router_job;
+typedef void (*router_job_fn)(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                              llmr_http_reply *reply, router_job *job, int arg);
+void router_jobs_init(llmr_router *r);
+/* Runs fn(r, c, req, reply, job, arg) on a new thread with copies of c and req, and
+ * returns once it has called router_job_replied or returned.  Replies 503 itself when
+ * no thread can be started. */
+void router_job_run(llmr_router *r, const router_caller *c, const llmr_http_request *req, llmr_http_reply *reply,
+                    router_job_fn fn, int arg);
+/* The job has replied (a whole answer, or a stream opened): the server's handler
+ * returns, and the job does not touch the reply again.  NULL: nothing. */
+void router_job_replied(router_job *job);
+/* Waits until no job runs (for llmr_router_stop, after the server stopped). */
+void router_jobs_wait(llmr_router *r);
 
 /* ---- chat templates (router_render.c) ---- */
 router_templates *router_templates_new(void);

@@ -7,7 +7,8 @@
  * when it is full, 504 after its timeout), each with Retry-After.  A node that fails
  * before the first byte is replaced by another; one that fails mid-stream ends the
  * stream with an error event and [DONE], never a hang.  A client that leaves cancels
- * the request on the node (the connection to it closes). */
+ * the request on the node (the connection to it closes).  Each request runs as a job
+ * (router_jobs.c), so a stream reaches the client as the node sends it. */
 #define _GNU_SOURCE /* memmem */
 #include "router/router_internal.h"
 
@@ -63,7 +64,8 @@ static unsigned acquire(llmr_router *r, const char *model, const char *const *tr
         uint64_t now = router_now_ms();
         if (llmr_node_registry_pick(r->nodes, model, now, tried, n_tried, id, id_size, url, url_size))
             break;
-        if (!llmr_node_registry_model_ready(r->nodes, model, now) || n_tried) {
+        if (!llmr_node_registry_model_ready_except(r->nodes, model, now, tried, n_tried) ||
+            atomic_load(&r->stopping)) {
             llmr_http_reply_header(reply, "Retry-After", "5");
             router_error(reply, 503, "server_error", "no_node_available",
                          "No node can serve model %s now%s; GET /v0/models/%s shows each node's state.",
@@ -128,7 +130,8 @@ static void release(llmr_router *r, const char *id, double ttft_ms)
 
 typedef struct attempt {
     llmr_router *r;
-    llmr_http_reply *reply;
+    llmr_http_reply *reply;     /* the handler's: used only until the job replied */
+    router_job *job;
     CURL *curl;
     bool stream;                /* the client asked for a stream */
     llmr_http_stream *out;      /* opened at the node's first byte of a 200 stream */
@@ -200,6 +203,7 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
         if (!a->out) {
             add_upstream_header(a);
             a->out = llmr_http_reply_stream(a->reply, 200, "text/event-stream", client_gone, a);
+            router_job_replied(a->job); /* the server sends the stream from now on */
         }
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
@@ -218,7 +222,7 @@ static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, 
 {
     (void)dt, (void)dn, (void)ut, (void)un;
     attempt *a = user;
-    return atomic_load(&a->gone) ? 1 : 0;
+    return atomic_load(&a->gone) || atomic_load(&a->r->stopping) ? 1 : 0;
 }
 
 /* Sends the request to the node.  true: answered (the reply or the stream is done);
@@ -290,9 +294,11 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
 
 /* ---- the OpenAI endpoints ------------------------------------------------------------------ */
 
-static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, const llmr_http_request *req,
-                  llmr_http_reply *reply)
+/* One request (a job: router_jobs.c), from its check to its log entry. */
+static void proxy(llmr_router *r, const router_caller *c, const llmr_http_request *req, llmr_http_reply *reply,
+                  router_job *job, int kind_arg)
 {
+    llmr_oai_kind kind = (llmr_oai_kind)kind_arg;
     llmr_oai_request q;
     llmr_oai_error e;
     memset(&e, 0, sizeof e);
@@ -339,6 +345,7 @@ static void proxy(llmr_router *r, const router_caller *c, llmr_oai_kind kind, co
     memset(&a, 0, sizeof a);
     a.r = r;
     a.reply = reply;
+    a.job = job;
     a.stream = q.stream;
     llmr_strbuf_init(&a.body);
     for (;;) {
@@ -404,6 +411,6 @@ bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_
     if (i == 0)
         v1_models(r, reply);
     else
-        proxy(r, c, i == 1 ? LLMR_OAI_CHAT : LLMR_OAI_COMPLETION, req, reply);
+        router_job_run(r, c, req, reply, proxy, i == 1 ? LLMR_OAI_CHAT : LLMR_OAI_COMPLETION);
     return true;
 }

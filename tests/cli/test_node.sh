@@ -47,13 +47,14 @@ has "$err" 'no model named "nope"' "unknown model named"
 has "$err" "NOT_FOUND" "with its status"
 expect 0 "unload" -- "$LLMR" node unload loop
 expect 0 "load" -- "$LLMR" node load loop
-pid1=$(pgrep -f "engine-worker --fd 3 --name loop" | head -1)
+# this node's own worker (other tests run loop models side by side)
+pid1=$(pgrep -P "$node_pid" -f "engine-worker --fd 3 --name loop" | head -1)
 [[ -n $pid1 ]] || fail "no worker process after load"
 
 expect 0 "reload-plugins" -- "$LLMR" node reload-plugins
 has "$out" '"result": "unchanged"' "an unchanged plugin keeps its worker"
 kill -HUP "$node_pid"
-sleep 0.3
+for _ in $(seq 100); do grep -q "SIGHUP: reloading" "$tmp/node.log" && break; sleep 0.05; done
 has "$(cat "$tmp/node.log")" "SIGHUP: reloading engine plugins" "SIGHUP reloads"
 kill -0 "$node_pid" 2>/dev/null || fail "the node died on SIGHUP"
 

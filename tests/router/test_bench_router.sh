@@ -3,7 +3,8 @@
 # started by the bench, 20 streamed requests in flight through the router; the counts
 # of the JSON report make sense (every request ok, a router-added latency for each,
 # the node's time to first byte at least the engine's token delay, so the bench's
-# --engine-options reached the engine).  Then one node is SIGKILLed mid-run: every
+# --engine-options reached the engine).  Slow streams pass the router as they come
+# (their first bytes are not held until the end).  Then one node is SIGKILLed mid-run: every
 # stream in flight finishes or ends with an error event and [DONE] (some do end so),
 # every request started after the kill succeeds.  Also: usage errors, and a node that
 # refuses engine options that are not a JSON object.
@@ -36,6 +37,15 @@ code=$?
 [[ $(field "$tmp/plain.json" 'r["passed"] and "goal_met" in r') == True ]] || fail "a plain run passes: $(cat "$tmp/plain.json")"
 has "$(cat "$tmp/plain.err")" "router-added" "the table is printed on stderr with --json"
 has "$(cat "$tmp/plain.err")" "done," "progress is shown"
+
+# --- the router streams: with 8 tokens 150 ms apart, a router that held the answer
+# until its end would add over a second to the time to first byte
+"$LLMR" bench router --concurrency 2 --duration 2 --nodes 1 --tokens 8 --token-delay-us 150000 --json \
+  >"$tmp/slow.json" 2>"$tmp/slow.err"
+code=$?
+[[ $code -eq 0 ]] || { fail "a run of slow streams: exit $code: $(tail -20 "$tmp/slow.err")"; show_logs; }
+[[ $(field "$tmp/slow.json" 'r["ok"] > 0 and r["router_added_us"]["max"] < 500000') == True ]] ||
+  fail "the first bytes pass the router as the node sends them: $(cat "$tmp/slow.json")"
 
 # --- a node killed mid-run: streams of 100 ms, so that the kill finds most of those on
 # the node past their first byte (before it, the router retries them elsewhere), even

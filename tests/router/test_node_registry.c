@@ -87,7 +87,7 @@ TEST(pick_prefers_ready_idle_fast_nodes)
     llmr_node_registry_free(r);
 }
 
-TEST(unreachable_node_picked_last_for_a_while)
+TEST(unreachable_node_picked_only_without_another_for_a_while)
 {
     llmr_node_registry *r = llmr_node_registry_new(60000);
     char a[32], b[32], id[32], url[64];
@@ -108,6 +108,16 @@ TEST(unreachable_node_picked_last_for_a_while)
     CHECK(llmr_node_registry_pick(r, "m", 20, ex, 1, id, sizeof id, url, sizeof url));
     CHECK_EQ_STR(id, a);
     llmr_node_registry_done(r, a, -1);
+    /* b (2 outstanding) at its limit: the request waits for b rather than try a */
+    llmr_node_registry_set_max_outstanding(r, 3);
+    CHECK(llmr_node_registry_pick(r, "m", 20, NULL, 0, id, sizeof id, url, sizeof url));
+    CHECK_EQ_STR(id, b);
+    CHECK(!llmr_node_registry_pick(r, "m", 20, NULL, 0, id, sizeof id, url, sizeof url));
+    const char *tried_a[] = {a}, *tried_both[] = {a, b};
+    CHECK(llmr_node_registry_model_ready_except(r, "m", 20, tried_a, 1)); /* b, later */
+    CHECK(!llmr_node_registry_model_ready_except(r, "m", 20, tried_both, 2));
+    llmr_node_registry_done(r, b, -1);
+    llmr_node_registry_set_max_outstanding(r, 0);
     /* after the mark, a is the idlest again */
     CHECK(llmr_node_registry_pick(r, "m", 10 + LLMR_NODE_UNREACHABLE_MS + 1, NULL, 0, id, sizeof id, url,
                                   sizeof url));
@@ -120,6 +130,6 @@ int main(void)
 {
     RUN(registration_and_heartbeats);
     RUN(pick_prefers_ready_idle_fast_nodes);
-    RUN(unreachable_node_picked_last_for_a_while);
+    RUN(unreachable_node_picked_only_without_another_for_a_while);
     return llmr_test_finish();
 }
