@@ -317,18 +317,6 @@ typedef struct progress {
     double printed_at;
 } progress;
 
-static void describe_nodes(const json_t *nodes, bool coarse, llmr_strbuf *out)
-{
-    size_t i;
-    const json_t *node;
-    json_array_foreach(nodes, i, node)
-    {
-        if (i)
-            llmr_strbuf_puts(out, "; ");
-        llmr_router_describe_node(node, coarse, out);
-    }
-}
-
 static void end_line(progress *p)
 {
     if (p->line_open)
@@ -359,8 +347,8 @@ static void show(progress *p, const char *name, const json_t *nodes, double elap
     if (!json_array_size(nodes))
         return;
     llmr_strbuf coarse = LLMR_STRBUF_INIT, fine = LLMR_STRBUF_INIT;
-    describe_nodes(nodes, true, &coarse);
-    describe_nodes(nodes, false, &fine);
+    llmr_router_describe_nodes(nodes, true, &coarse);
+    llmr_router_describe_nodes(nodes, false, &fine);
     if (p->tty) {
         llmr_strbuf line = LLMR_STRBUF_INIT;
         llmr_strbuf_printf(&line, "llmr pull: %s %3.0f s: %s", name, elapsed, llmr_strbuf_cstr(&fine));

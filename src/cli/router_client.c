@@ -277,12 +277,17 @@ void llmr_router_describe_model(const json_t *nodes, llmr_strbuf *out)
         return;
     }
     llmr_strbuf_puts(out, "not ready: ");
+    llmr_router_describe_nodes(nodes, false, out);
+}
+
+void llmr_router_describe_nodes(const json_t *nodes, bool coarse, llmr_strbuf *out)
+{
     size_t i;
     const json_t *node;
     json_array_foreach(nodes, i, node)
     {
         if (i)
             llmr_strbuf_puts(out, "; ");
-        llmr_router_describe_node(node, false, out);
+        llmr_router_describe_node(node, coarse, out);
     }
 }

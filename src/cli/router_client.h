@@ -74,6 +74,8 @@ void llmr_router_count_nodes(const json_t *nodes, llmr_router_node_counts *n);
  * model.safetensors: 3/7 files, 1.2 of 13.0 GB", "gpu2 (offline): failed: REASON".
  * With coarse, the byte counts are left out (what changes at every poll). */
 void llmr_router_describe_node(const json_t *node, bool coarse, llmr_strbuf *out);
+/* Every node's state, "; "-separated, as llmr_router_describe_node words each. */
+void llmr_router_describe_nodes(const json_t *nodes, bool coarse, llmr_strbuf *out);
 
 /* The model's state in a few words: "ready on 1/2 nodes", "no node registered",
  * "not ready: " and each node's state, "; "-separated. */

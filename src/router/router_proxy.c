@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "node/openai_api.h"
 
@@ -157,13 +158,6 @@ static void read_usage(attempt *a, const char *text, size_t len)
     }
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void client_gone(void *user)
 {
     attempt *a = user;
@@ -193,7 +187,7 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
     attempt *a = user;
     size_t n = size * nmemb;
     if (!a->received) {
-        a->first_ns = now_ns();
+        a->first_ns = llmr_now_ns();
         upstream_ttfb(a);
     }
     a->received += n;
@@ -250,7 +244,7 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    a->t0_ns = now_ns();
+    a->t0_ns = llmr_now_ns();
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -307,7 +301,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
         return;
     }
     int64_t arrival_ms = (int64_t)time(NULL) * 1000;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = llmr_now_ns();
     llmr_store_model m = {0};
     llmr_strbuf err = LLMR_STRBUF_INIT;
     char id[32] = "", url[512];
@@ -381,7 +375,7 @@ done:;
     llmr_store_request logged = {arrival_ms, q.model, id[0] ? id : NULL, c->key_id,
                                  kind == LLMR_OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
                                  (unsigned)status, prompt_tokens, completion_tokens, ttft_ms,
-                                 (double)(now_ns() - t0) / 1e6, NULL};
+                                 (double)(llmr_now_ns() - t0) / 1e6, NULL};
     llmr_store_log_request(r->store, &logged);
     free(rendered_body);
     llmr_store_model_free(&m);
