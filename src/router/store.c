@@ -104,6 +104,27 @@ llmr_status llmr_store_sql_fail(llmr_store *s, llmr_strbuf *err, const char *wha
     }
 }
 
+json_t *llmr_store_list_end(llmr_store *s, sqlite3_stmt *st, int rc, json_t *list, llmr_strbuf *err,
+                            const char *what)
+{
+    if (rc != SQLITE_DONE && !err->len) {
+        if (rc == SQLITE_NOMEM)
+            llmr_strbuf_printf(err, "%s: out of memory", what);
+        else
+            llmr_store_sql_fail(s, err, what); /* before the finalize: its message */
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->db_lock);
+    if (!err->len) {
+        llmr_strbuf_free(err);
+        return list;
+    }
+    llmr_log_error(STORE_COMPONENT, "%s", llmr_strbuf_cstr(err));
+    llmr_strbuf_free(err);
+    json_decref(list);
+    return NULL;
+}
+
 char *llmr_store_column_dup(sqlite3_stmt *st, int col)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
@@ -505,21 +526,10 @@ json_t *llmr_store_model_list(llmr_store *s)
             goto fail;
         }
     }
-    if (rc != SQLITE_DONE) {
-        llmr_store_sql_fail(s, &err, "listing models");
-        goto fail;
-    }
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
-    return list;
+    return llmr_store_list_end(s, st, rc, list, &err, "listing models");
 
-fail:
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
-    llmr_log_error(STORE_COMPONENT, "%s", err.len ? llmr_strbuf_cstr(&err) : "out of memory");
-    llmr_strbuf_free(&err);
-    json_decref(list);
-    return NULL;
+fail: /* err says why, or is empty: out of memory */
+    return llmr_store_list_end(s, st, SQLITE_NOMEM, list, &err, "listing models");
 }
 
 llmr_status llmr_store_change_one(llmr_store *s, const char *sql, const char *key,

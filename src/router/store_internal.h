@@ -57,6 +57,12 @@ struct llmr_store {
 /* Appends "what: SQLite's message (path)" to err and returns INTERNAL (IO for a disk
  * failure or a full disk).  Call with db_lock held, right after the failing call. */
 llmr_status llmr_store_sql_fail(llmr_store *s, llmr_strbuf *err, const char *what);
+/* The end of a list query run under db_lock: finalizes st, unlocks, frees err and
+ * returns list when rc is SQLITE_DONE and err is empty.  Otherwise (the database's
+ * error for `what`, SQLITE_NOMEM for out of memory, or what err says already) it logs
+ * why, frees list and returns NULL. */
+json_t *llmr_store_list_end(llmr_store *s, sqlite3_stmt *st, int rc, json_t *list, llmr_strbuf *err,
+                            const char *what);
 /* A text column, malloc'd; NULL for SQL NULL (and when out of memory). */
 char *llmr_store_column_dup(sqlite3_stmt *st, int col);
 /* A text column as a JSON string (invalid UTF-8 replaced by U+FFFD), or null. */

@@ -461,23 +461,12 @@ json_t *llmr_store_key_list(llmr_store *s)
             goto fail;
         }
     }
-    if (rc != SQLITE_DONE) {
-        llmr_store_sql_fail(s, &err, "listing keys");
-        goto fail;
-    }
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
     llmr_strbuf_free(&names);
-    return list;
+    return llmr_store_list_end(s, st, rc, list, &err, "listing keys");
 
-fail:
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
-    llmr_log_error(STORE_COMPONENT, "%s", err.len ? llmr_strbuf_cstr(&err) : "out of memory");
-    llmr_strbuf_free(&err);
+fail: /* err says why, or is empty: out of memory */
     llmr_strbuf_free(&names);
-    json_decref(list);
-    return NULL;
+    return llmr_store_list_end(s, st, SQLITE_NOMEM, list, &err, "listing keys");
 }
 
 bool llmr_store_has_admin_key(llmr_store *s)

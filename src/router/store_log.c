@@ -298,19 +298,8 @@ json_t *llmr_store_recent_requests(llmr_store *s, size_t limit)
             goto fail;
         }
     }
-    if (rc != SQLITE_DONE) {
-        llmr_store_sql_fail(s, &err, "reading the request log");
-        goto fail;
-    }
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
-    return list;
+    return llmr_store_list_end(s, st, rc, list, &err, "reading the request log");
 
-fail:
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
-    llmr_log_error(STORE_COMPONENT, "%s", err.len ? llmr_strbuf_cstr(&err) : "out of memory");
-    llmr_strbuf_free(&err);
-    json_decref(list);
-    return NULL;
+fail: /* err says why, or is empty: out of memory */
+    return llmr_store_list_end(s, st, SQLITE_NOMEM, list, &err, "reading the request log");
 }

@@ -73,21 +73,10 @@ json_t *llmr_store_node_list(llmr_store *s)
             goto fail;
         }
     }
-    if (rc != SQLITE_DONE) {
-        llmr_store_sql_fail(s, &err, "listing nodes");
-        goto fail;
-    }
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
-    return list;
+    return llmr_store_list_end(s, st, rc, list, &err, "listing nodes");
 
-fail:
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->db_lock);
-    llmr_log_error(STORE_COMPONENT, "%s", err.len ? llmr_strbuf_cstr(&err) : "out of memory");
-    llmr_strbuf_free(&err);
-    json_decref(list);
-    return NULL;
+fail: /* err says why, or is empty: out of memory */
+    return llmr_store_list_end(s, st, SQLITE_NOMEM, list, &err, "listing nodes");
 }
 
 llmr_status llmr_store_node_set_drained(llmr_store *s, const char *id, bool drained, llmr_strbuf *err)
