@@ -5,7 +5,9 @@
 #   make fuzz       build the libFuzzer targets and run each for FUZZ_SECONDS (default 60)
 #   make run        build and start `llmr serve`
 #   make gpu-bundle collect what a GPU machine needs to run the GPU tests into dist/gpu
+#   make gpu-bundle-llama  the smaller set for the llama.cpp comparison, into dist/llama
 #   make deps       install missing build packages (idempotent)
+#   LLMR_LLAMA_CPP=OFF make ...  build without llama.cpp (no GGUF engine); see docs/llama-cpp.md
 #   make clean      remove build directories
 
 BUILD        ?= build
@@ -15,24 +17,29 @@ BUILD_TYPE   ?= RelWithDebInfo
 NVCC         := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CUDA_FLAGS   := $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: all build deps test asan fuzz run gpu-bundle clean
+.PHONY: all build deps llama-cpp test asan fuzz run gpu-bundle gpu-bundle-llama clean
 
 all: build
 
 deps:
 	@scripts/deps.sh
 
-build: deps
+build: deps llama-cpp
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) > $(BUILD).configure.log 2>&1 \
 	  || { cat $(BUILD).configure.log; exit 1; }
 	@grep '^-- llmr:' $(BUILD).configure.log || true
 	@cmake --build $(BUILD) -j $(JOBS)
 	@scripts/fetch-gpt-oss-tokenizer.sh $(BUILD)/data/gpt-oss || true
 
+# llama.cpp, pinned, built once per machine into a cache (scripts/build-llama-cpp.sh).
+llama-cpp: deps
+	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),echo "llama.cpp: not built (LLMR_LLAMA_CPP=OFF)",scripts/build-llama-cpp.sh $(BUILD))
+
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan: deps
+	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),true,LLMR_LLAMA_CUDA=OFF scripts/build-llama-cpp.sh build-asan)
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF > build-asan.configure.log 2>&1 \
 	  || { cat build-asan.configure.log; exit 1; }
 	@cmake --build build-asan -j $(JOBS)
@@ -51,6 +58,9 @@ run: build
 
 gpu-bundle: build
 	@scripts/gpu-bundle.sh $(BUILD) dist/gpu
+
+gpu-bundle-llama: build
+	@scripts/gpu-bundle-llama.sh $(BUILD) dist/llama
 
 clean:
 	rm -rf build build-asan build-fuzz dist *.configure.log

@@ -15,6 +15,8 @@ packages=(
   libcurl4-openssl-dev          # the HTTP client (model sync, the router link)
   libsqlite3-dev                # the router's store (models, nodes, keys, request log)
   python3 curl                  # test helpers: the fake origin, HTTP checks
+  git                           # unpacks llama.cpp's pinned source bundle
+  python3-numpy                 # llama.cpp's gguf-py, which writes the GGUF test models
 )
 # Commands that may come from elsewhere than Debian's package of the same name (a
 # newer Node.js brings its own npm): installed from Debian only when missing.

@@ -1,8 +1,11 @@
 /* An engine in this process: see local_engine.h. */
 #include "cli/local_engine.h"
 
+#include <dirent.h>
+#include <stdbool.h>
 #include <string.h>
 
+#include "common/fs_util.h"
 #include "common/json_util.h"
 #include "engine_host/engine_registry.h"
 #include "engine_host/host_services.h"
@@ -25,12 +28,27 @@ static int gpu_capability(int *minor)
     return major;
 }
 
+/* The format of the model in dir: gguf when it holds .gguf files and no .safetensors,
+ * else safetensors (whose checks then say what is missing). */
+static const char *local_format(const char *dir)
+{
+    bool gguf = false, safetensors = false;
+    DIR *d = opendir(dir);
+    for (struct dirent *ent; d && (ent = readdir(d));) {
+        gguf |= llmr_name_has_suffix(ent->d_name, ".gguf");
+        safetensors |= llmr_name_has_suffix(ent->d_name, ".safetensors");
+    }
+    if (d)
+        closedir(d);
+    return gguf && !safetensors ? "gguf" : "safetensors";
+}
+
 llmr_status llmr_local_engine_open(const llmr_config *cfg, const char *dir,
                                    const char *options_json, uint32_t context,
                                    llmr_local_engine *e, llmr_strbuf *err)
 {
     memset(e, 0, sizeof *e);
-    llmr_status st = llmr_model_desc_open("local", dir, "safetensors", NULL, &e->desc, err);
+    llmr_status st = llmr_model_desc_open("local", dir, local_format(dir), NULL, &e->desc, err);
     if (st != LLMR_OK)
         return st;
     const llmr_engine_model_desc *d = &e->desc.desc;

@@ -1,7 +1,9 @@
 /* The node's per-model prompt context: see node_prompt.h. */
 #include "node/node_prompt.h"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +103,18 @@ static llmr_status load_format(const char *dir, llmr_chat_format *f, llmr_strbuf
     return st;
 }
 
+/* Whether dir holds a .gguf file. */
+static bool has_gguf(const char *dir)
+{
+    bool found = false;
+    DIR *d = opendir(dir);
+    for (struct dirent *ent; d && !found && (ent = readdir(d));)
+        found = llmr_name_has_suffix(ent->d_name, ".gguf");
+    if (d)
+        closedir(d);
+    return found;
+}
+
 static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_status *status,
                                      llmr_strbuf *err)
 {
@@ -113,6 +127,10 @@ static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_sta
         goto fail;
     if ((*status = llmr_tokenizer_load_file(tok_path, &p->tok, &e)) != LLMR_OK) {
         llmr_strbuf_printf(err, "the tokenizer of model %s: %s", name, llmr_strbuf_cstr(&e));
+        if (*status == LLMR_NOT_FOUND && has_gguf(dir))
+            llmr_strbuf_puts(err, " (the node tokenizes a GGUF model with the Hugging Face "
+                                  "tokenizer.json of the same model, put beside the .gguf; "
+                                  "see docs/llama-cpp.md)");
         goto fail;
     }
     if ((*status = load_format(dir, &f, &e)) != LLMR_OK) {

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The llama.cpp engine on a GPU machine, in one command: the synthetic gpt-oss-20b
+# (`llmr model synth`), its GGUF conversion by llama.cpp's own converter (MXFP4
+# experts kept as MXFP4, the other weights bf16 as in the snapshot), a short greedy
+# run of the GGUF through the llama-cpp-cuda plugin, then `llmr bench engine` on the
+# GGUF (llama.cpp) and on the safetensors (llmr's gpt-oss engine), same model, same
+# machine, same call.  Logs go to OUT; a summary table comes last.
+#
+# Usage: tests/gpu/run_llama_cpp_cuda.sh BUNDLE OUT
+#   BUNDLE: what scripts/gpu-bundle-llama.sh assembled (dist/llama).
+#   Environment: MODELS (default /tmp/llmr-models); BENCH_ARGS adds arguments to
+#   both `llmr bench engine` runs (default "--runs 3").
+set -uo pipefail
+bundle=$(cd "${1:?usage: run_llama_cpp_cuda.sh BUNDLE OUT}" && pwd)
+out=${2:?usage: run_llama_cpp_cuda.sh BUNDLE OUT}
+mkdir -p "$out"
+models=${MODELS:-/tmp/llmr-models}
+mkdir -p "$models"
+# llama.cpp's CUDA backend links the CUDA runtime and cuBLAS: the machine's toolkit
+# (or the Python wheels') provide them.
+cuda_libs=$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /opt /usr/lib -name 'libcublas.so.13*' \
+              -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
+cudart_libs=$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /opt /usr/lib -name 'libcudart.so.13*' \
+              -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
+export LD_LIBRARY_PATH="$bundle/lib:$cuda_libs:$cudart_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LLMR_PLUGIN_DIRS="$bundle/plugins/engines"
+export PYTHONUNBUFFERED=1
+llmr="$bundle/bin/llmr"
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+note "cuBLAS from: ${cuda_libs:-not found}; CUDA runtime from: ${cudart_libs:-not found}"
+
+if [[ ! -f "$bundle/data/gpt-oss/tokenizer.json" && -f "$bundle/data/gpt-oss/tokenizer.json.gz" ]]; then
+  gunzip -k "$bundle/data/gpt-oss/tokenizer.json.gz"
+fi
+
+t0=$SECONDS
+if [[ ! -f "$models/20b/config.json" ]]; then
+  "$llmr" model synth --preset gpt-oss-20b --seed 3 --out "$models/20b" \
+    --tokenizer-from "$bundle/data/gpt-oss" >"$out/synth.log" 2>&1 \
+    || { note "synth: FAILED (synth.log)"; tail -5 "$out/synth.log"; }
+fi
+note "synth gpt-oss-20b: $((SECONDS - t0)) s, $(du -sh "$models/20b" | cut -f1)"
+
+t0=$SECONDS
+mkdir -p "$models/20b-gguf"
+if [[ ! -f "$models/20b-gguf/model.gguf" ]]; then
+  python3 "$bundle/llama.cpp/convert_hf_to_gguf.py" "$models/20b" --outtype bf16 \
+    --outfile "$models/20b-gguf/model.gguf" >"$out/convert.log" 2>&1
+  note "convert_hf_to_gguf (bf16 + MXFP4 experts): rc $?, $((SECONDS - t0)) s, $(du -sh "$models/20b-gguf/model.gguf" | cut -f1)"
+  grep -E "MXFP4|mxfp4" "$out/convert.log" | head -3
+  tail -3 "$out/convert.log"
+fi
+"$llmr" inspect "$models/20b-gguf" >"$out/inspect-gguf.json" 2>&1
+note "inspect GGUF: $(grep -E '"runtime"|"architecture"' "$out/inspect-gguf.json" | tr -d ' \n')"
+
+ids=$(seq 1000 37 9000 | head -64 | paste -sd,)
+"$llmr" run "$models/20b-gguf" --prompt-ids "$ids" --max-tokens 16 --temperature 0 --json \
+  >"$out/run-gguf.log" 2>"$out/run-gguf.err"
+note "run GGUF on llama-cpp-cuda: rc $?, $(grep -c '"id"' "$out/run-gguf.log") token lines; $(grep -o 'loaded by [^ ]* [^ ]*\|on the GPU\|on the CPU' "$out/run-gguf.err" | sort -u | tr '\n' ' ')"
+
+# shellcheck disable=SC2086
+"$llmr" bench engine "$models/20b-gguf" --json "$out/bench-llama-cpp.json" ${BENCH_ARGS:---runs 3} \
+  >"$out/bench-llama-cpp.log" 2>&1
+note "llama.cpp (bench engine on the GGUF): rc $?"
+grep -v "setting token\|WARN\|INFO\|DEBUG" "$out/bench-llama-cpp.log" | tail -20
+# shellcheck disable=SC2086
+"$llmr" bench engine "$models/20b" --json "$out/bench-llmr.json" ${BENCH_ARGS:---runs 3} \
+  >"$out/bench-llmr.log" 2>&1
+note "llmr gpt-oss (bench engine on the safetensors): rc $?"
+grep -v "WARN\|INFO\|DEBUG" "$out/bench-llmr.log" | tail -20
+
+echo
+echo "==== summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null))"
+printf '%s\n' "${summary[@]}"
