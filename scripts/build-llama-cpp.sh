@@ -99,14 +99,13 @@ build_variant() {
   rm -rf "$cache/$name"
   (cmake -S "$cache/src" -B "$work" "$@" && cmake --build "$work" -j "$jobs" --target llama) \
     >"$log" 2>&1 &
-  local pid=$! last=""
+  local pid=$! next=$((SECONDS + 60)) now
   while kill -0 "$pid" 2>/dev/null; do
-    sleep 5
-    if (((SECONDS - start) % 60 < 5)); then
-      local now
+    sleep 2
+    if ((SECONDS >= next)); then
+      next=$((SECONDS + 60))
       now=$(grep -o '^\[ *[0-9]*%\]' "$log" | tail -1 || true)
-      [[ -n "$now" && "$now" != "$last" ]] && say "$name: $now after $(((SECONDS - start) / 60)) min"
-      last=$now
+      say "$name: ${now:-configuring} after $(((SECONDS - start) / 60)) min"
     fi
   done
   if ! wait "$pid"; then
@@ -121,6 +120,14 @@ build_variant() {
 }
 
 command -v cmake >/dev/null 2>&1 || fail "cmake not found (make deps installs it)"
+# One build of the cache at a time: a second (another checkout's make) waits for the
+# first and then finds its result.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.lock"
+if ! flock -n 9; then
+  say "another build of llama.cpp is running on this machine: waiting for it"
+  flock 9
+fi
 fetch_source
 build_variant cpu "${common_flags[@]}"
 case "$want_cuda" in

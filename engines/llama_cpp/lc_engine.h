@@ -3,6 +3,7 @@
  *   llama_cpp_engine.c  the ABI table: negotiate, describe, load, unload, model_info,
  *                       memory, estimate, last_error
  *   lc_requests.c       submit, cancel and the run of one request on its own context
+ *   lc_logits.c         logits of a sequence, without sampling
  *   lc_sampling.c       request params -> llama.cpp sampler chain; logprobs
  *   lc_text.c           token pieces -> complete UTF-8
  *   lc_estimate.c       memory a load will take, from the GGUF's metadata
@@ -95,8 +96,18 @@ llmr_status lc_cancel(llmr_engine_model *m, uint64_t request_id);
 void lc_stop_all(llmr_engine_model *m);
 /* Frees the pool's contexts (no request running). */
 void lc_free_contexts(llmr_engine_model *m);
+/* Context params for m: n_ctx tokens, batches of n_batch (micro-batches of at most
+ * 512), one sequence, m's threads. */
+struct llama_context_params lc_context_params(const llmr_engine_model *m, uint32_t n_ctx,
+                                              uint32_t n_batch);
 /* A new context for m (NULL with lc_set_error on failure). */
 struct llama_context *lc_new_context(llmr_engine_model *m);
+
+/* ---- lc_logits.c ------------------------------------------------------------------ */
+
+/* The ABI's logits(): rows first..n-1 of the sequence ids[0..n) into out. */
+llmr_status lc_logits(llmr_engine_model *m, const int32_t *ids, uint32_t n, uint32_t first,
+                      float *out);
 
 /* ---- lc_sampling.c ---------------------------------------------------------------- */
 

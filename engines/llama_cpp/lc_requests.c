@@ -26,16 +26,24 @@ struct lc_request {
 
 /* ---- the pool of contexts -------------------------------------------------------- */
 
-struct llama_context *lc_new_context(llmr_engine_model *m)
+struct llama_context_params lc_context_params(const llmr_engine_model *m, uint32_t n_ctx,
+                                              uint32_t n_batch)
 {
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = m->context;
-    cp.n_batch = m->context < 2048 ? m->context : 2048;
-    cp.n_ubatch = cp.n_batch < 512 ? cp.n_batch : 512;
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_batch;
+    cp.n_ubatch = n_batch < 512 ? n_batch : 512;
     cp.n_seq_max = 1;
     cp.n_threads = (int32_t)m->threads;
     cp.n_threads_batch = (int32_t)m->threads;
     cp.no_perf = true;
+    return cp;
+}
+
+struct llama_context *lc_new_context(llmr_engine_model *m)
+{
+    struct llama_context_params cp =
+        lc_context_params(m, m->context, m->context < 2048 ? m->context : 2048);
     lc_llama_error_clear();
     struct llama_context *ctx = llama_init_from_model(m->model, cp);
     if (!ctx)

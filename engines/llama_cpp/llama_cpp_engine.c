@@ -295,6 +295,12 @@ static llmr_status cancel(llmr_engine_model *m, uint64_t request_id)
     return lc_cancel(m, request_id);
 }
 
+static llmr_status logits(llmr_engine_model *m, const int32_t *ids, uint32_t n, uint32_t first,
+                          float *out)
+{
+    return lc_logits(m, ids, n, first, out);
+}
+
 static const llmr_engine_api api = {
     .struct_size = sizeof(llmr_engine_api),
     .abi_major = LLMR_ENGINE_ABI_MAJOR,
@@ -308,7 +314,7 @@ static const llmr_engine_api api = {
     .estimate = estimate,
     .cancel = cancel,
     .memory = memory,
-    .logits = NULL,
+    .logits = logits,
 };
 
 LLMR_ENGINE_EXPORT llmr_status llmr_engine_negotiate(const llmr_host_api *host,

@@ -1,7 +1,7 @@
 /* The llama.cpp engine plugin on the CPU, through its ABI table as the worker uses it:
  * load, model info and estimate, greedy generation (deterministic, streamed token by
- * token), seeded sampling, logprobs, stop ids, cancel (by call and by the callback's
- * answer), two requests at once on contexts of their own, unload with a request
+ * token), seeded sampling, logprobs, stop ids, logits, cancel (by call and by the
+ * callback's answer), two requests at once on contexts of their own, unload with a request
  * running, bad requests, and bad files (wrong shape, missing tensor, unknown
  * architecture, truncated) refused with MODEL_CORRUPT / UNSUPPORTED and the reason.
  *
@@ -187,7 +187,7 @@ TEST(describes_itself)
     CHECK(plugin.info.capabilities & LLMR_ENGINE_CAP_TEXT);
     CHECK(plugin.info.capabilities & LLMR_ENGINE_CAP_CANCEL);
     CHECK_EQ_INT(plugin.info.max_top_logprobs, 20);
-    CHECK(plugin.has_estimate && plugin.has_cancel && plugin.has_memory);
+    CHECK(plugin.has_estimate && plugin.has_cancel && plugin.has_memory && plugin.has_logits);
 }
 
 TEST(loads_and_reports)
@@ -401,6 +401,33 @@ TEST(unload_ends_a_running_request)
     CHECK_CONTAINS(a.message, "unloaded");
 }
 
+TEST(logits_agree_with_generation)
+{
+    loaded l;
+    if (load_model("tiny", NULL, &l) != LLMR_OK)
+        return;
+    static run g;
+    enum { VOCAB = 200019 };
+    float *rows = malloc(2 * (size_t)VOCAB * sizeof *rows);
+    llmr_engine_request_params p = greedy(14, 1);
+    CHECK(plugin.has_logits);
+    if (rows && generate(l.model, &p, &g)) {
+        /* the last two positions of the prompt */
+        CHECK_EQ_INT(plugin.api->logits(l.model, prompt, PROMPT_LEN, PROMPT_LEN - 2, rows), LLMR_OK);
+        const float *last = rows + VOCAB;
+        int32_t best = 0;
+        for (int32_t i = 1; i < VOCAB; i++)
+            if (last[i] > last[best])
+                best = i;
+        CHECK_EQ_INT(best, g.ids[0]); /* greedy's first token is the last row's argmax */
+        CHECK(memcmp(rows, last, VOCAB * sizeof *rows) != 0); /* two different rows */
+        CHECK_EQ_INT(plugin.api->logits(l.model, prompt, PROMPT_LEN, PROMPT_LEN, rows),
+                     LLMR_UNSUPPORTED);
+    }
+    free(rows);
+    unload_model(&l);
+}
+
 TEST(refuses_bad_requests)
 {
     loaded l;
@@ -492,6 +519,7 @@ int main(void)
     RUN(cancels_by_call_and_by_callback);
     RUN(two_requests_at_once_have_their_own_contexts);
     RUN(unload_ends_a_running_request);
+    RUN(logits_agree_with_generation);
     RUN(refuses_bad_requests);
     RUN(refuses_bad_files_with_the_reason);
     int rc = llmr_test_finish();

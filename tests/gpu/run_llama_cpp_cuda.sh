@@ -57,7 +57,26 @@ note "inspect GGUF: $(grep -E '"runtime"|"architecture"' "$out/inspect-gguf.json
 ids=$(seq 1000 37 9000 | head -64 | paste -sd,)
 "$llmr" run "$models/20b-gguf" --prompt-ids "$ids" --max-tokens 16 --temperature 0 --json \
   >"$out/run-gguf.log" 2>"$out/run-gguf.err"
-note "run GGUF on llama-cpp-cuda: rc $?, $(grep -c '"id"' "$out/run-gguf.log") token lines; $(grep -o 'loaded by [^ ]* [^ ]*\|on the GPU\|on the CPU' "$out/run-gguf.err" | sort -u | tr '\n' ' ')"
+note "run GGUF on llama-cpp-cuda: rc $?, $(grep -c '"id"' "$out/run-gguf.log") token lines; $(grep -o 'on the GPU\|on the CPU' "$out/run-gguf.err" | sort -u | tr '\n' ' ')"
+
+# The same function?  Logits of all 64 positions from llama.cpp (the GGUF) and from
+# llmr's gpt-oss engine (the safetensors): relative L2 per position and top-1 agreement.
+"$llmr" logits "$models/20b-gguf" --ids "$ids" --all "$out/logits-llama-cpp.f32" >/dev/null 2>"$out/logits-llama-cpp.err"
+rc1=$?
+"$llmr" logits "$models/20b" --ids "$ids" --all "$out/logits-llmr.f32" >/dev/null 2>"$out/logits-llmr.err"
+rc2=$?
+python3 - "$out/logits-llama-cpp.f32" "$out/logits-llmr.f32" 64 >"$out/logits-compare.log" 2>&1 <<'PY'
+import sys
+import numpy as np
+a = np.fromfile(sys.argv[1], dtype=np.float32); b = np.fromfile(sys.argv[2], dtype=np.float32)
+n = int(sys.argv[3])
+a = a.reshape(n, -1); b = b.reshape(n, -1)
+v = min(a.shape[1], b.shape[1]); a = a[:, :v].astype(np.float64); b = b[:, :v].astype(np.float64)
+rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+top1 = (a.argmax(1) == b.argmax(1)).mean()
+print(f"vocab {v}: relative L2 median {np.median(rel):.2e} max {rel.max():.2e}; top-1 agreement {100*top1:.1f}%")
+PY
+note "logits llama.cpp vs llmr (64 positions): rc $rc1/$rc2: $(tail -1 "$out/logits-compare.log")"
 
 # shellcheck disable=SC2086
 "$llmr" bench engine "$models/20b-gguf" --json "$out/bench-llama-cpp.json" ${BENCH_ARGS:---runs 3} \
