@@ -4,7 +4,8 @@
 # small enough to carry: llmr and the shared libraries it uses, the gpt-oss and
 # llama-cpp-cuda plugins (llama.cpp's libraries in the latter's lib/), llama.cpp's
 # converter with its gguf-py (from the pinned source the build unpacked), gpt-oss's
-# tokenizer (gzipped) and the run script.
+# tokenizer (gzipped) and the run script; and OUT.tar.xz of it all (about 33 MB: the
+# CUDA backend alone is 46 MB unpacked), to carry where the folder is too big.
 # Usage: scripts/gpu-bundle-llama.sh BUILD_DIR [OUT]
 set -euo pipefail
 build=${1:?usage: gpu-bundle-llama.sh BUILD_DIR [OUT]}
@@ -31,4 +32,5 @@ find "$out/llama.cpp" -name '__pycache__' -prune -exec rm -rf {} +
 gzip -9 -c "$build/data/gpt-oss/tokenizer.json" >"$out/data/gpt-oss/tokenizer.json.gz"
 cp "$build/data/gpt-oss/tokenizer_config.json" "$out/data/gpt-oss/"
 cp "$root/tests/gpu/run_llama_cpp_cuda.sh" "$out/tests/"
-echo "gpu-bundle-llama: $(du -sh "$out" | cut -f1) in $out"
+tar -C "$(dirname "$out")" -cf - "$(basename "$out")" | xz -T0 -6 >"$out.tar.xz"
+echo "gpu-bundle-llama: $(du -sh "$out" | cut -f1) in $out, $(du -sh "$out.tar.xz" | cut -f1) in $out.tar.xz"

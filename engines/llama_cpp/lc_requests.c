@@ -37,6 +37,7 @@ struct llama_context_params lc_context_params(const llmr_engine_model *m, uint32
     cp.n_threads = (int32_t)m->threads;
     cp.n_threads_batch = (int32_t)m->threads;
     cp.no_perf = true;
+    cp.op_offload = m->gpu >= 0;
     return cp;
 }
 

@@ -209,6 +209,12 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     mp.n_gpu_layers = gpu ? -1 : 0;
     mp.split_mode = LLAMA_SPLIT_MODE_NONE;
     mp.main_gpu = gpu ? p->gpu_index : 0;
+    /* On the CPU: no device at all (an empty list), so nothing goes to a GPU that a
+     * CUDA build would otherwise use; contexts then keep their operations on the CPU
+     * too (lc_context_params). */
+    static ggml_backend_dev_t no_devices[1] = {NULL};
+    if (!gpu)
+        mp.devices = no_devices;
     uint64_t free_before = gpu ? gpu_free(p->gpu_index) : 0;
     lc_llama_error_clear();
     m->model = m->idle ? llama_model_load_from_file(path, mp) : NULL;

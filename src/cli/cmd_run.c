@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/id_list.h"
@@ -21,9 +22,11 @@ static void help(FILE *out)
             "                [--max-tokens N] [--temperature T] [--top-p P] [--top-k K]\n"
             "                [--seed S] [--json] [--options JSON]\n\n"
             "Generates with the model in DIR, loaded in this process by the engine that would\n"
-            "serve it, and streams the text to stdout.  --prompt is put in the model's chat\n"
-            "format (gpt-oss: the harmony format, with --system as its instructions) unless\n"
-            "--raw, then tokenized with DIR/tokenizer.json; --prompt-ids gives the tokens.\n\n"
+            "serve it, and streams the text to stdout.  --prompt is put in gpt-oss's chat\n"
+            "format (harmony, with --system as its instructions) unless --raw, then\n"
+            "tokenized with DIR/tokenizer.json; --prompt-ids gives the tokens.  The text is\n"
+            "the engine's when it writes it (llama.cpp for a .gguf: then --prompt-ids needs\n"
+            "no tokenizer.json), else decoded with DIR/tokenizer.json.\n\n"
             "  --max-tokens N   default 256\n"
             "  --temperature T  default 1.0; 0 is greedy (the same output every time)\n"
             "  --json           one JSON line per token (index, id, text, logprob), then the end\n"
@@ -37,6 +40,7 @@ typedef struct stream {
     bool done, json;
     llmr_detokenizer detok;
     bool have_detok;
+    bool engine_text; /* the engine fills token text (LLMR_ENGINE_CAP_TEXT) */
     uint32_t finish;
     int status;
     char message[512];
@@ -57,10 +61,15 @@ static int on_token(void *user, const llmr_engine_token *t)
     stream *s = user;
     llmr_strbuf piece = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
     bool stop_token = t->finish == LLMR_ENGINE_FINISH_STOP;
-    if (t->id >= 0 && s->have_detok && !stop_token)
-        llmr_detokenizer_push(&s->detok, (uint32_t)t->id, &piece, &err);
-    if (t->finish && s->have_detok)
-        llmr_detokenizer_finish(&s->detok, &piece, &err);
+    if (s->engine_text) { /* the engine wrote complete UTF-8 itself */
+        if (t->text)
+            llmr_strbuf_append(&piece, t->text, t->text_len);
+    } else {
+        if (t->id >= 0 && s->have_detok && !stop_token)
+            llmr_detokenizer_push(&s->detok, (uint32_t)t->id, &piece, &err);
+        if (t->finish && s->have_detok)
+            llmr_detokenizer_finish(&s->detok, &piece, &err);
+    }
     if (t->id >= 0)
         s->tokens++;
     if (s->json) {
@@ -145,9 +154,12 @@ static int run(int argc, char **argv, const llmr_config *cfg)
         return LLMR_EXIT_USAGE;
     }
 
+    /* The tokenizer: needed to encode --prompt, and to decode unless the engine writes
+     * text itself (a GGUF's llama.cpp does, and may come without tokenizer.json). */
     llmr_tokenizer *tok = NULL;
     char *tok_path = llmr_path_join(dir, "tokenizer.json");
-    if (!tok_path || llmr_tokenizer_load_file(tok_path, &tok, &err) != LLMR_OK) {
+    bool need_tok = !ids_text || (tok_path && access(tok_path, F_OK) == 0);
+    if (!tok_path || (need_tok && llmr_tokenizer_load_file(tok_path, &tok, &err) != LLMR_OK)) {
         llmr_cli_error("run", "%s: %s", tok_path ? tok_path : dir, llmr_strbuf_cstr(&err));
         free(tok_path);
         free(options);
@@ -195,7 +207,9 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.done_cond, NULL);
     uint32_t ctx_n = n < 8 ? n : 8;
-    s.have_detok = llmr_detokenizer_init(&s.detok, tok, 0, (const uint32_t *)given + n - ctx_n,
+    s.engine_text = (e.plugin.info.capabilities & LLMR_ENGINE_CAP_TEXT) != 0;
+    s.have_detok = tok && !s.engine_text &&
+                   llmr_detokenizer_init(&s.detok, tok, 0, (const uint32_t *)given + n - ctx_n,
                                          ctx_n) == LLMR_OK;
     p.prompt = given;
     p.prompt_len = n;

@@ -26,6 +26,12 @@ cp -r "$models/tiny" "$tmp/data/models/tiny-gguf"
 cp -r "$models/bad-wrong-shape" "$tmp/data/models/broken-gguf"
 mkdir -p "$tmp/data/models/bare-gguf"
 cp "$models/tiny/model.gguf" "$tmp/data/models/bare-gguf/"
+# llmr run on a bare .gguf: the engine writes the text, no tokenizer.json needed.
+expect 0 "llmr run on a GGUF without tokenizer.json" -- \
+  "$LLMR" run "$tmp/data/models/bare-gguf" --prompt-ids 1,2,3 --max-tokens 5 --temperature 0 --json
+[[ $(grep -c '"index"' <<<"$out") == 5 ]] || fail "llmr run --json: wanted 5 token lines, got: $out"
+has "$out" '"end":"length"' "llmr run ends on its length"
+
 "$LLMR" node --host 127.0.0.1 --port 0 >"$tmp/node.log" 2>&1 &
 node_pid=$!
 port=

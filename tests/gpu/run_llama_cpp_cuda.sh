@@ -2,7 +2,9 @@
 # The llama.cpp engine on a GPU machine, in one command: the synthetic gpt-oss-20b
 # (`llmr model synth`), its GGUF conversion by llama.cpp's own converter (MXFP4
 # experts kept as MXFP4, the other weights bf16 as in the snapshot), a short greedy
-# run of the GGUF through the llama-cpp-cuda plugin, then `llmr bench engine` on the
+# run of the GGUF through the llama-cpp-cuda plugin, the logits of llama.cpp against
+# llmr's engine on the same weights (20b, and the 2-layer preset on the GPU and on
+# llama.cpp's CPU backend), then `llmr bench engine` on the
 # GGUF (llama.cpp) and on the safetensors (llmr's gpt-oss engine), same model, same
 # machine, same call.  Logs go to OUT; a summary table comes last.
 #
@@ -34,38 +36,40 @@ if [[ ! -f "$bundle/data/gpt-oss/tokenizer.json" && -f "$bundle/data/gpt-oss/tok
   gunzip -k "$bundle/data/gpt-oss/tokenizer.json.gz"
 fi
 
-t0=$SECONDS
-if [[ ! -f "$models/20b/config.json" ]]; then
-  "$llmr" model synth --preset gpt-oss-20b --seed 3 --out "$models/20b" \
-    --tokenizer-from "$bundle/data/gpt-oss" >"$out/synth.log" 2>&1 \
-    || { note "synth: FAILED (synth.log)"; tail -5 "$out/synth.log"; }
-fi
-note "synth gpt-oss-20b: $((SECONDS - t0)) s, $(du -sh "$models/20b" | cut -f1)"
-
-t0=$SECONDS
-mkdir -p "$models/20b-gguf"
-if [[ ! -f "$models/20b-gguf/model.gguf" ]]; then
-  python3 "$bundle/llama.cpp/convert_hf_to_gguf.py" "$models/20b" --outtype bf16 \
-    --outfile "$models/20b-gguf/model.gguf" >"$out/convert.log" 2>&1
-  note "convert_hf_to_gguf (bf16 + MXFP4 experts): rc $?, $((SECONDS - t0)) s, $(du -sh "$models/20b-gguf/model.gguf" | cut -f1)"
-  grep -E "MXFP4|mxfp4" "$out/convert.log" | head -3
-  tail -3 "$out/convert.log"
-fi
-"$llmr" inspect "$models/20b-gguf" >"$out/inspect-gguf.json" 2>&1
-note "inspect GGUF: $(grep -E '"runtime"|"architecture"' "$out/inspect-gguf.json" | tr -d ' \n')"
-
-ids=$(seq 1000 37 9000 | head -64 | paste -sd,)
-"$llmr" run "$models/20b-gguf" --prompt-ids "$ids" --max-tokens 16 --temperature 0 --json \
-  >"$out/run-gguf.log" 2>"$out/run-gguf.err"
-note "run GGUF on llama-cpp-cuda: rc $?, $(grep -c '"id"' "$out/run-gguf.log") token lines; $(grep -o 'on the GPU\|on the CPU' "$out/run-gguf.err" | sort -u | tr '\n' ' ')"
-
-# The same function?  Logits of all 64 positions from llama.cpp (the GGUF) and from
-# llmr's gpt-oss engine (the safetensors): relative L2 per position and top-1 agreement.
-"$llmr" logits "$models/20b-gguf" --ids "$ids" --all "$out/logits-llama-cpp.f32" >/dev/null 2>"$out/logits-llama-cpp.err"
-rc1=$?
-"$llmr" logits "$models/20b" --ids "$ids" --all "$out/logits-llmr.f32" >/dev/null 2>"$out/logits-llmr.err"
-rc2=$?
-python3 - "$out/logits-llama-cpp.f32" "$out/logits-llmr.f32" 64 >"$out/logits-compare.log" 2>&1 <<'PY'
+# synth PRESET NAME SEED: the snapshot; convert NAME: its GGUF in NAME-gguf/.
+synth() {
+  local t0=$SECONDS
+  if [[ ! -f "$models/$2/config.json" ]]; then
+    "$llmr" model synth --preset "$1" --seed "$3" --out "$models/$2" \
+      --tokenizer-from "$bundle/data/gpt-oss" >"$out/synth-$2.log" 2>&1 \
+      || { note "synth $2: FAILED (synth-$2.log)"; tail -5 "$out/synth-$2.log"; return 1; }
+  fi
+  note "synth $1: $((SECONDS - t0)) s, $(du -sh "$models/$2" | cut -f1)"
+}
+convert() {
+  local t0=$SECONDS
+  mkdir -p "$models/$1-gguf"
+  if [[ ! -f "$models/$1-gguf/model.gguf" ]]; then
+    python3 "$bundle/llama.cpp/convert_hf_to_gguf.py" "$models/$1" --outtype bf16 \
+      --outfile "$models/$1-gguf/model.gguf" >"$out/convert-$1.log" 2>&1
+    note "convert_hf_to_gguf $1 (bf16 + MXFP4 experts): rc $?, $((SECONDS - t0)) s, $(du -sh "$models/$1-gguf/model.gguf" | cut -f1)"
+    grep -c "quantization MXFP4" "$out/convert-$1.log" | sed 's/^/  expert tensors repacked as MXFP4: /'
+  fi
+}
+# compare NAME [OPTIONS_JSON]: the same function?  Logits of all 64 positions of one
+# input from llama.cpp (the GGUF; OPTIONS_JSON are its load options) and from llmr's
+# gpt-oss engine (the safetensors): relative L2 at position 0 (no attention across
+# tokens yet), median and max over positions, and top-1 agreement.
+compare() {
+  local name=$1 opts=${2:-'{}'} tag
+  tag=$name$([[ $opts == '{}' ]] || echo -cpu)
+  "$llmr" logits "$models/$name-gguf" --ids "$ids" --all "$out/logits-llama-cpp-$tag.f32" \
+    --options "$opts" >/dev/null 2>"$out/logits-llama-cpp-$tag.err"
+  local rc1=$?
+  [[ -f "$out/logits-llmr-$name.f32" ]] || "$llmr" logits "$models/$name" --ids "$ids" \
+    --all "$out/logits-llmr-$name.f32" >/dev/null 2>"$out/logits-llmr-$name.err"
+  python3 - "$out/logits-llama-cpp-$tag.f32" "$out/logits-llmr-$name.f32" 64 \
+    >"$out/logits-compare-$tag.log" 2>&1 <<'PY'
 import sys
 import numpy as np
 a = np.fromfile(sys.argv[1], dtype=np.float32); b = np.fromfile(sys.argv[2], dtype=np.float32)
@@ -74,9 +78,21 @@ a = a.reshape(n, -1); b = b.reshape(n, -1)
 v = min(a.shape[1], b.shape[1]); a = a[:, :v].astype(np.float64); b = b[:, :v].astype(np.float64)
 rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
 top1 = (a.argmax(1) == b.argmax(1)).mean()
-print(f"vocab {v}: relative L2 median {np.median(rel):.2e} max {rel.max():.2e}; top-1 agreement {100*top1:.1f}%")
+print(f"relative L2 at position 0 {rel[0]:.2e}, median {np.median(rel):.2e}, max {rel.max():.2e}; "
+      f"top-1 agreement {100*top1:.1f}% (vocab {v})")
 PY
-note "logits llama.cpp vs llmr (64 positions): rc $rc1/$rc2: $(tail -1 "$out/logits-compare.log")"
+  note "logits llama.cpp$([[ $opts == '{}' ]] || echo " $opts") vs llmr, $name, 64 positions: rc $rc1: $(tail -1 "$out/logits-compare-$tag.log")"
+}
+
+ids=$(seq 1000 37 9000 | head -64 | paste -sd,)
+synth gpt-oss-20b-2l 2l 2 && convert 2l && compare 2l && compare 2l '{"cpu":1}'
+synth gpt-oss-20b 20b 3 && convert 20b
+"$llmr" inspect "$models/20b-gguf" >"$out/inspect-gguf.json" 2>&1
+note "inspect GGUF: $(grep -E '"runtime"|"architecture"' "$out/inspect-gguf.json" | sort -u | tr -d ' \n')"
+"$llmr" run "$models/20b-gguf" --prompt-ids "$ids" --max-tokens 16 --temperature 0 --json \
+  >"$out/run-gguf.log" 2>"$out/run-gguf.err"
+note "run GGUF on llama-cpp-cuda: rc $?, $(grep -c '"index"' "$out/run-gguf.log") tokens; $(grep -o 'on the GPU\|on the CPU' "$out/run-gguf.err" | sort -u | tr '\n' ' ')"
+compare 20b
 
 # shellcheck disable=SC2086
 "$llmr" bench engine "$models/20b-gguf" --json "$out/bench-llama-cpp.json" ${BENCH_ARGS:---runs 3} \
