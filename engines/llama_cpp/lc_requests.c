@@ -173,8 +173,9 @@ static void generate(lc_request *r, struct llama_context *ctx)
             char msg[LC_ERROR_MAX];
             snprintf(msg, sizeof msg, "llama_decode failed (%d)%s%s", rc,
                      lc_llama_error()[0] ? ": " : "", lc_llama_error());
-            finish(r, index, LLMR_ENGINE_FINISH_ERROR, rc == 1 ? LLMR_OOM_VRAM : LLMR_INTERNAL,
-                   msg, NULL, 0);
+            /* 1: no room in the KV cache for the batch */
+            llmr_status st = rc != 1 ? LLMR_INTERNAL : m->gpu >= 0 ? LLMR_OOM_VRAM : LLMR_OOM_RAM;
+            finish(r, index, LLMR_ENGINE_FINISH_ERROR, st, msg, NULL, 0);
             return;
         }
         int32_t id = llama_sampler_sample(r->sampler, ctx, -1);
