@@ -8,6 +8,7 @@
 #   make gpu-bundle-llama  the smaller set for the llama.cpp comparison, into dist/llama
 #   make deps       install missing build packages (idempotent)
 #   LLMR_LLAMA_CPP=OFF make ...  build without llama.cpp (no GGUF engine); see docs/llama-cpp.md
+#   LLMR_DASHBOARD=OFF make ...  build without the web dashboard; see docs/dashboard.md
 #   make clean      remove build directories
 
 BUILD        ?= build
@@ -17,19 +18,24 @@ BUILD_TYPE   ?= RelWithDebInfo
 NVCC         := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CUDA_FLAGS   := $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: all build deps llama-cpp test asan fuzz run gpu-bundle gpu-bundle-llama clean
+.PHONY: all build deps llama-cpp dashboard test asan fuzz run gpu-bundle gpu-bundle-llama clean
 
 all: build
 
 deps:
 	@scripts/deps.sh
 
-build: deps llama-cpp
+build: deps llama-cpp dashboard
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) > $(BUILD).configure.log 2>&1 \
 	  || { cat $(BUILD).configure.log; exit 1; }
 	@grep '^-- llmr:' $(BUILD).configure.log || true
 	@cmake --build $(BUILD) -j $(JOBS)
 	@scripts/fetch-gpt-oss-tokenizer.sh $(BUILD)/data/gpt-oss || true
+
+# The dashboard's web app, built from pinned npm packages into $(BUILD)/dashboard, which
+# the build embeds in llmr (scripts/build-dashboard.sh).
+dashboard: deps
+	@$(if $(filter OFF,$(LLMR_DASHBOARD)),echo "dashboard: not built (LLMR_DASHBOARD=OFF)",scripts/build-dashboard.sh $(BUILD))
 
 # llama.cpp, pinned, built once per machine into a cache (scripts/build-llama-cpp.sh).
 llama-cpp: deps
@@ -40,6 +46,7 @@ test: build
 
 asan: deps
 	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),true,LLMR_LLAMA_CUDA=OFF scripts/build-llama-cpp.sh build-asan)
+	@$(if $(filter OFF,$(LLMR_DASHBOARD)),true,scripts/build-dashboard.sh build-asan)
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF > build-asan.configure.log 2>&1 \
 	  || { cat build-asan.configure.log; exit 1; }
 	@cmake --build build-asan -j $(JOBS)

@@ -17,6 +17,7 @@ packages=(
   python3 curl                  # test helpers: the fake origin, HTTP checks
   git                           # unpacks llama.cpp's pinned source bundle
   python3-numpy                 # llama.cpp's gguf-py, which writes the GGUF test models
+  chromium                      # the dashboard's browser tests (driven by playwright-core)
 )
 # Commands that may come from elsewhere than Debian's package of the same name (a
 # newer Node.js brings its own npm): installed from Debian only when missing.

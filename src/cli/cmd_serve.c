@@ -15,6 +15,7 @@
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "node/node_service.h"
+#include "router/dashboard_assets.h"
 #include "router/router.h"
 #include "router/store.h"
 #include "storage/model_storage.h"
@@ -202,6 +203,9 @@ static int serve(const llmr_config *config, bool no_auth)
     fprintf(stderr, "llmr serve: the OpenAI API at http://%s:%u/v1%s; the node syncs the registered models "
                     "(GET /v1/models shows them when ready)\n",
             ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
+    fprintf(stderr, "llmr serve: the dashboard at http://%s:%u/dashboard%s\n", ro.host, llmr_router_port(r),
+            llmr_dashboard_asset_count ? " (sign in with the admin key)"
+                                       : ": not built into this binary (docs/dashboard.md)");
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)

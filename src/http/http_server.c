@@ -8,7 +8,9 @@
  * body), otherwise after the body was read and dropped, since libmicrohttpd cannot
  * answer in the middle of an upload, and a client still sending when the
  * connection closes under it sees a reset instead of the answer.  Only a whole body
- * reaches the handler, and the response it built is queued when it returns.
+ * reaches the handler, and the response it built is queued when it returns.  A path
+ * that encodes a NUL (%00) is answered 400 without the handler: decoded, it would
+ * end early and name another resource.
  * Streamed responses live in http_stream.c. */
 #include "http/http_server.h"
 
@@ -45,6 +47,7 @@ struct llmr_http_server {
 typedef struct request_ctx {
     bool started;        /* the access handler saw the headers */
     bool too_large;      /* the body passed max_body: dropping the rest */
+    bool nul_in_path;    /* the path encodes a NUL (%00): answered 400 */
     uint64_t seen;       /* body bytes received, kept or not */
     char *query;         /* raw, after '?'; "" when none */
     llmr_strbuf body;
@@ -343,6 +346,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO; /* its context could not be allocated */
     if (!rq->started) {
         rq->started = true;
+        /* the decoded path would end at the NUL and name another resource */
+        if (rq->nul_in_path)
+            return send_error(srv, conn, 400, "invalid_request_error", "invalid_path",
+                              "the request path holds an encoded NUL (%00)");
         uint64_t len = declared_length(conn);
         if (len != UINT64_MAX && len > srv->max_body) {
             if (expects_continue(conn) || past_drain_limit(srv, len))
@@ -369,6 +376,9 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     if (!rq)
         return NULL;
     const char *q = uri ? strchr(uri, '?') : NULL;
+    for (const char *p = uri; p && *p && p != q; p++)
+        if (p[0] == '%' && p[1] == '0' && p[2] == '0')
+            rq->nul_in_path = true;
     rq->query = strdup(q ? q + 1 : "");
     if (!rq->query) {
         free(rq);

@@ -18,8 +18,9 @@
  * reply to one request is ignored (with a warning).  llmr_http_server_stop waits for
  * handlers that are running to return.
  *
- * Errors the server answers itself (413, a handler that did not reply: 500) carry an
- * OpenAI-style body: {"error": {"message", "type", "param", "code"}}. */
+ * Errors the server answers itself (400 for a path that encodes a NUL, 413, a handler
+ * that did not reply: 500) carry an OpenAI-style body: {"error": {"message", "type",
+ * "param", "code"}}. */
 #ifndef LLMR_HTTP_HTTP_SERVER_H
 #define LLMR_HTTP_HTTP_SERVER_H
 

@@ -1,6 +1,7 @@
 /* The router service: see router.h.  Options, the store and the bootstrap admin key,
- * authentication, and the split of requests between /v0 (router_admin.c) and /v1
- * (router_proxy.c). */
+ * authentication, and the split of requests between the dashboard's files (before
+ * authentication: they hold no secret; router_dashboard.c), /v0 (router_admin.c) and
+ * /v1 (router_proxy.c). */
 #include "router/router_internal.h"
 
 #include <arpa/inet.h>
@@ -36,6 +37,13 @@ uint64_t router_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int64_t router_unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void router_error(llmr_http_reply *reply, unsigned status, const char *type, const char *code,
@@ -82,6 +90,8 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
         llmr_http_reply_json(reply, 200, json_pack("{s:s}", "status", "ok"));
         return;
     }
+    if (router_dashboard_route(req, reply))
+        return;
     router_caller c = {0, NULL};
     if (r->o.no_auth) {
         c.scopes = LLMR_SCOPE_INFERENCE | LLMR_SCOPE_NODE | LLMR_SCOPE_ADMIN;
@@ -105,7 +115,7 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
     if (!routed)
         router_error(reply, 404, "invalid_request_error", "unknown_url",
                      "Unknown request URL: %s %s. The router serves /v1 (the OpenAI API), /v0 "
-                     "(models, nodes, keys) and /health.",
+                     "(models, nodes, keys), /dashboard and /health.",
                      req->method, req->path);
     free(c.key_id);
 }
@@ -186,6 +196,7 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     r->o.hf_endpoint = dup_or_null(o->hf_endpoint);
     r->o.hf_token = dup_or_null(o->hf_token);
     router_jobs_init(r);
+    router_events_init(r);
     pthread_mutex_init(&r->queue_lock, NULL);
     pthread_cond_init(&r->queue_cond, NULL);
     llmr_status st = llmr_mkdir_p(r->o.data_dir, err);
@@ -234,9 +245,11 @@ void llmr_router_stop(llmr_router *r)
     pthread_mutex_lock(&r->queue_lock);
     pthread_cond_broadcast(&r->queue_cond);
     pthread_mutex_unlock(&r->queue_lock);
+    router_events_stop(r); /* the dashboard's event streams end */
     if (r->srv)
         llmr_http_server_stop(r->srv); /* streams close: their jobs drop their nodes */
     router_jobs_wait(r);
+    router_events_free(r);
     llmr_node_registry_free(r->nodes);
     router_templates_free(r->templates);
     llmr_store_close(r->store);

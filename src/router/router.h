@@ -1,5 +1,6 @@
 /* The router: the public OpenAI API in front of the nodes, model registration and
- * manifests, node registration and heartbeats, API keys (docs/router.md).
+ * manifests, node registration and heartbeats, API keys, the dashboard
+ * (docs/router.md).
  *
  *   router.c         the service: options, the store, the bootstrap admin key, routing
  *                    and authentication
@@ -8,7 +9,10 @@
  *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
  *                    queue, retry before the first byte, streams) and /v1/models
  *   router_jobs.c    each proxied request on a thread of its own (so that it streams)
- *   router_render.c  chat templates: chosen at registration, rendered per request */
+ *   router_render.c  chat templates: chosen at registration, rendered per request
+ *   router_dashboard.c  the dashboard: the browser app's files, embedded at build time
+ *   router_snapshot.c   the dashboard's view of nodes, models, requests and stats
+ *   router_events.c     /v0/events: that view, streamed (Server-Sent Events) */
 #ifndef LLMR_ROUTER_ROUTER_H
 #define LLMR_ROUTER_ROUTER_H
 

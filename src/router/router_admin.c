@@ -1,6 +1,9 @@
 /* The router's /v0 API: models (register, list, show, delete, manifest, files; the
  * render is router_render.c's), nodes (register, heartbeat, list, drain, remove), API
- * keys, and the request log.  See docs/router.md and docs/node-router-protocol.md. */
+ * keys, and the request log (the events stream is router_events.c's).  What the lists
+ * answer is made by router_nodes_json, router_models_json and router_requests_json,
+ * which the dashboard's snapshots share (router_snapshot.c).  See docs/router.md and
+ * docs/node-router-protocol.md. */
 #include "router/router_internal.h"
 
 #include <ctype.h>
@@ -92,6 +95,12 @@ static void default_name(const char *source, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)(end - start), start);
 }
 
+/* Each node's state for the model: GET /v0/models/{name}'s "nodes". */
+static json_t *model_nodes_json(llmr_router *r, const char *name, uint64_t now)
+{
+    return llmr_node_registry_model_states(r->nodes, name, now);
+}
+
 static json_t *model_json(llmr_router *r, const llmr_store_model *m, bool with_manifest)
 {
     uint64_t now = router_now_ms();
@@ -99,7 +108,7 @@ static json_t *model_json(llmr_router *r, const llmr_store_model *m, bool with_m
                           m->source_kind, "source", m->source, "revision", m->revision, "format", m->format,
                           "filename", m->filename, "created", (json_int_t)m->created, "ready",
                           llmr_node_registry_model_ready(r->nodes, m->name, now), "nodes",
-                          llmr_node_registry_model_states(r->nodes, m->name, now));
+                          model_nodes_json(r, m->name, now));
     json_t *files = json_object_get(m->manifest, "files");
     json_object_set_new(o, "files", json_integer((json_int_t)json_array_size(files)));
     json_t *origin = json_object_get(m->chat_format, "origin");
@@ -266,7 +275,7 @@ void llmr_router_revoke_key(llmr_router *r, const char *id)
     llmr_strbuf_free(&err);
 }
 
-static void list_models(llmr_router *r, llmr_http_reply *reply)
+json_t *router_models_json(llmr_router *r, bool with_nodes)
 {
     json_t *all = llmr_store_model_list(r->store), *out = json_array(), *m;
     size_t i;
@@ -279,10 +288,17 @@ static void list_models(llmr_router *r, llmr_http_reply *reply)
                               "source_kind", json_object_get(m, "source_kind"), "ready",
                               name && llmr_node_registry_model_ready(r->nodes, name, now), "chat_template_origin",
                               json_object_get(m, "chat_template_origin"));
+        if (o && with_nodes)
+            json_object_set_new(o, "nodes", name ? model_nodes_json(r, name, now) : json_array());
         json_array_append_new(out, o);
     }
     json_decref(all);
-    llmr_http_reply_json(reply, 200, json_pack("{s:o}", "models", out));
+    return out;
+}
+
+static void list_models(llmr_router *r, llmr_http_reply *reply)
+{
+    llmr_http_reply_json(reply, 200, json_pack("{s:o}", "models", router_models_json(r, false)));
 }
 
 /* Serves one file of a model's manifest (Range: bytes=N- and N-M). */
@@ -429,6 +445,11 @@ static bool models_route(llmr_router *r, const router_caller *c, const llmr_http
 
 /* ---- nodes ------------------------------------------------------------------------- */
 
+json_t *router_nodes_json(llmr_router *r)
+{
+    return llmr_node_registry_list(r->nodes, router_now_ms());
+}
+
 static void register_node(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
 {
     json_t *b = body_json(req, reply);
@@ -472,8 +493,7 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
     }
     if (n == 1 && is_method(req, "GET")) {
         if (router_need(c, LLMR_SCOPE_ADMIN, reply))
-            llmr_http_reply_json(reply, 200,
-                                 json_pack("{s:o}", "nodes", llmr_node_registry_list(r->nodes, router_now_ms())));
+            llmr_http_reply_json(reply, 200, json_pack("{s:o}", "nodes", router_nodes_json(r)));
         return true;
     }
     if (n == 3 && !strcmp(seg[2], "heartbeat") && is_method(req, "POST")) {
@@ -554,6 +574,11 @@ static bool keys_route(llmr_router *r, const router_caller *c, const llmr_http_r
 
 /* ---- the request log ---------------------------------------------------------------- */
 
+json_t *router_requests_json(llmr_router *r, size_t limit)
+{
+    return llmr_store_recent_requests(r->store, limit);
+}
+
 /* GET /v0/requests[?limit=N]: the newest entries first (default 100, at most 1000). */
 static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
 {
@@ -568,7 +593,7 @@ static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_h
             return;
         }
     }
-    json_t *rows = llmr_store_recent_requests(r->store, limit);
+    json_t *rows = router_requests_json(r, limit);
     if (!rows) {
         router_error(reply, 500, "server_error", NULL, "The request log cannot be read now (the log says why).");
         return;
@@ -581,6 +606,8 @@ static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_h
 bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                         llmr_http_reply *reply)
 {
+    if (!strcmp(req->path, "/v0/events"))
+        return router_events_route(r, c, req, reply);
     if (!strcmp(req->path, "/v0/requests")) {
         if (!is_method(req, "GET")) {
             llmr_http_reply_header(reply, "Allow", "GET");

@@ -27,6 +27,8 @@ struct llmr_router {
     pthread_mutex_t jobs_lock;   /* the jobs running (router_jobs.c) */
     pthread_cond_t jobs_done;
     unsigned jobs;
+    pthread_mutex_t events_lock; /* the events streams' waits (router_events.c) */
+    pthread_cond_t events_wake;  /* a stream's client left, or the router stops */
 };
 
 /* Who is asking: the scopes of the key presented (all, with --no-auth), its id. */
@@ -48,6 +50,35 @@ bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_
 /* /v1/... (router_proxy.c); false when the path is not one of its routes. */
 bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                         llmr_http_reply *reply);
+
+/* ---- what /v0 lists (router_admin.c), shared by its endpoints and the dashboard's
+ * snapshots (router_snapshot.c) ---- */
+/* GET /v0/nodes' "nodes". */
+json_t *router_nodes_json(llmr_router *r);
+/* GET /v0/models' "models"; with_nodes adds to each model the "nodes" array of
+ * GET /v0/models/{name} (each node's state for it). */
+json_t *router_models_json(llmr_router *r, bool with_nodes);
+/* GET /v0/requests' "requests": the newest limit entries first; NULL when the log
+ * cannot be read (the log says why). */
+json_t *router_requests_json(llmr_router *r, size_t limit);
+
+/* ---- the dashboard (router_dashboard.c, router_snapshot.c, router_events.c) ---- */
+/* GET / (a redirect to /dashboard) and /dashboard[/PATH], the embedded browser app:
+ * false when the path is none of these (or "/" with another method).  Needs no key. */
+bool router_dashboard_route(const llmr_http_request *req, llmr_http_reply *reply);
+/* The dashboard's view of the router now, one JSON object: time_ms, nodes, models
+ * (with their nodes), requests (the newest 50), stats (the last 10 s). */
+json_t *router_snapshot_json(llmr_router *r);
+/* GET /v0/events: a stream of snapshots (admin scope). */
+bool router_events_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                         llmr_http_reply *reply);
+void router_events_init(llmr_router *r);
+/* llmr_router_stop has begun (r->stopping is set): every events stream ends now. */
+void router_events_stop(llmr_router *r);
+/* After the last job ended. */
+void router_events_free(llmr_router *r);
+/* Unix milliseconds now (the request log's clock). */
+int64_t router_unix_ms(void);
 
 /* ---- requests on threads of their own (router_jobs.c) ---- */
 typedef struct router_job router_job;

@@ -142,7 +142,8 @@ typedef struct attempt {
     atomic_bool gone;           /* the client left */
     bool too_big;
     uint32_t prompt_tokens, completion_tokens; /* the answer's usage, for the request log
-                                                  (a stream has it only with include_usage) */
+                                                  (a stream's: its usage chunk, or the
+                                                  node's closing comment; docs/node.md) */
     int64_t upstream_ttfb_us;   /* the node's time to its first body byte (see on_data) */
 } attempt;
 
@@ -300,7 +301,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
         llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
         return;
     }
-    int64_t arrival_ms = (int64_t)time(NULL) * 1000;
+    int64_t arrival_ms = router_unix_ms();
     uint64_t t0 = llmr_now_ns();
     llmr_store_model m = {0};
     llmr_strbuf err = LLMR_STRBUF_INIT;

@@ -106,4 +106,17 @@ void llmr_store_log_flush(llmr_store *s);
  * most; the oldest goes first). */
 uint64_t llmr_store_log_dropped(llmr_store *s);
 
+/* What the request log says of the requests that arrived at since_ms (unix
+ * milliseconds) or later, entries logged before the call included (store_stats.c). */
+typedef struct llmr_store_request_stats {
+    uint64_t requests;                        /* entries */
+    uint64_t completion_tokens;               /* their sum */
+    uint64_t errors;                          /* entries with a status >= 400 */
+    double ttft_ms_p50, ttft_ms_p90;          /* over the entries with a first token; NAN
+                                                 when none has one */
+    double duration_ms_p50, duration_ms_p90;  /* NAN when there is no entry */
+} llmr_store_request_stats;
+/* false when the log cannot be read (the log says why); *out is zeroed then. */
+bool llmr_store_request_stats_since(llmr_store *s, int64_t since_ms, llmr_store_request_stats *out);
+
 #endif

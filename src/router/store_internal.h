@@ -4,6 +4,7 @@
  *   store_nodes.c the nodes the router has known
  *   store_keys.c  API keys: secrets, salted hashes, scopes
  *   store_log.c   the request log: an in-memory queue and the thread that writes it
+ *   store_stats.c the request log summed up over a recent window (the dashboard's)
  *
  * Locking: s->db_lock guards the connection for every operation, from the first
  * statement to the last (SQLite's own mutex keeps single calls safe; ours keeps a
@@ -88,5 +89,7 @@ int64_t llmr_store_unix_now(void);
  * close (which writes what is queued). */
 llmr_status llmr_store_log_start(llmr_store *s, llmr_strbuf *err);
 void llmr_store_log_stop(llmr_store *s);
+/* Writes what is queued now, without trimming (before a read of the table). */
+void llmr_store_log_write_queued(llmr_store *s);
 
 #endif

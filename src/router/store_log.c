@@ -196,6 +196,11 @@ void llmr_store_log_flush(llmr_store *s)
     flush(s, true);
 }
 
+void llmr_store_log_write_queued(llmr_store *s)
+{
+    flush(s, false);
+}
+
 static void *log_main(void *arg)
 {
     llmr_store *s = arg;

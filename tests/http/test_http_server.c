@@ -1,6 +1,6 @@
 /* Tests of the HTTP server, with libcurl as the client against a server on
- * 127.0.0.1 and a port it picks: whole requests and replies, the body limit (413,
- * declared and streamed), a handler that does not reply, streamed responses written
+ * 127.0.0.1 and a port it picks: whole requests and replies, a path encoding a NUL
+ * (400), the body limit (413, declared and streamed), a handler that does not reply, streamed responses written
  * from another thread, clients that leave mid-stream, stopping with a stream open,
  * and an address in use. */
 #include <curl/curl.h>
@@ -447,6 +447,24 @@ TEST(body_with_nul_bytes_arrives_whole)
     llmr_http_server_stop(srv);
 }
 
+TEST(path_with_an_encoded_nul_is_400_without_the_handler)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    unsigned port = llmr_http_server_port(srv);
+    fetch_result r;
+    fetch(NULL, port, "GET", "/files/secret%00.txt", NULL, 0, 0, NULL, &r);
+    check_error(&r, 400, "invalid_request_error", "invalid_path");
+    fetch_free(&r);
+    CHECK_EQ_INT(handled_now(), 0);
+    /* in the query it is the handler's to judge */
+    fetch(NULL, port, "GET", "/x?a=%00", NULL, 0, 0, NULL, &r);
+    CHECK_EQ_INT(r.status, 200);
+    fetch_free(&r);
+    CHECK_EQ_INT(handled_now(), 1);
+    llmr_http_server_stop(srv);
+}
+
 /* ---- the body limit ------------------------------------------------------------ */
 
 TEST(body_over_the_limit_by_content_length_is_413)
@@ -739,6 +757,7 @@ int main(void)
     RUN(post_json_round_trip_with_body_query_and_headers);
     RUN(path_is_decoded_and_query_split_off_raw);
     RUN(body_with_nul_bytes_arrives_whole);
+    RUN(path_with_an_encoded_nul_is_400_without_the_handler);
     RUN(body_over_the_limit_by_content_length_is_413);
     RUN(chunked_body_over_the_limit_is_413);
     RUN(handler_that_does_not_reply_gets_500_json);

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The dashboard in a real browser: Debian's chromium, driven by playwright-core (pinned
+# in package-lock.json, installed with `npm ci` into BUILD_DIR/dashboard-test-npm, again
+# only when the lock file changes; it downloads no browser), against `llmr serve` on a
+# fresh data directory and a free port.  A loopback model directory and a copy of it
+# without tokenizer.json are made for the registrations; dashboard.test.mjs runs under
+# `node --test`; screenshots of every page at 1280×800 and 390×844 go to
+# BUILD_DIR/tests/dashboard-artifacts.  serve must then stop cleanly on SIGTERM.
+# Usage: run_dashboard_tests.sh PATH_TO_LLMR BUILD_DIR
+set -u
+LLMR=${1:?usage: run_dashboard_tests.sh PATH_TO_LLMR BUILD_DIR}
+BUILD_DIR=${2:?usage: run_dashboard_tests.sh PATH_TO_LLMR BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+LLMR=$(cd "$(dirname "$LLMR")" && pwd)/$(basename "$LLMR")
+started=$(date +%s)
+
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+for tool in node npm curl; do
+  command -v "$tool" >/dev/null 2>&1 || die "'$tool' is not installed: run 'make deps'"
+done
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[[ $node_major -ge 18 ]] || die "Node.js $(node --version) is too old (playwright-core needs 18 or later): run 'make deps'"
+CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
+[[ -n $CHROMIUM && -x $CHROMIUM ]] || die "chromium is not installed (Debian's package 'chromium'): run 'make deps'"
+
+# ---- playwright-core, installed once per lock file ------------------------------------
+mkdir -p "$BUILD_DIR" || die "cannot create $BUILD_DIR"
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+cache="$BUILD_DIR/dashboard-test-npm"
+exec 9>"$cache.lock" || die "cannot create $cache.lock"
+flock 9 || die "cannot lock $cache.lock"
+sum=$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -d' ' -f1)
+if [[ ! -d "$cache/node_modules/playwright-core" || "$(cat "$cache/lock.sha256" 2>/dev/null)" != "$sum" ]]; then
+  echo "dashboard tests: installing playwright-core into $cache (npm ci)"
+  rm -rf "$cache"
+  mkdir -p "$cache" || die "cannot create $cache"
+  cp "$here/package.json" "$here/package-lock.json" "$cache/" || die "cannot copy the npm project"
+  (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) ||
+    die "npm ci failed in $cache (the npm registry must be reachable the first time)"
+  echo "$sum" >"$cache/lock.sha256"
+fi
+# ESM imports resolve from the importing file's folder up: the test runs from a copy
+# beside the cache's node_modules.
+cp "$here/dashboard.test.mjs" "$cache/" || die "cannot copy the test file"
+pw_version=$(node -p 'require(process.argv[1]).version' "$cache/node_modules/playwright-core/package.json")
+flock -u 9
+
+artifacts="$BUILD_DIR/tests/dashboard-artifacts"
+rm -rf "$artifacts" && mkdir -p "$artifacts" || die "cannot create $artifacts"
+
+# ---- llmr serve on a fresh data directory ---------------------------------------------
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-dashboard-XXXXXX")
+serve_pid=
+cleanup() {
+  [[ -n $serve_pid ]] && { kill -9 "$serve_pid"; wait "$serve_pid"; } 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+admin=llmr-dashboard-test-admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+unset LLMR_ROUTER LLMR_API_KEY LLMR_ADMIN_KEY LLMR_DATA_DIR
+
+serve_failed() {
+  echo "FAIL: $*" >&2
+  echo "--- serve log" >&2
+  tail -n 60 "$tmp/serve.log" >&2
+  exit 1
+}
+
+"$LLMR" model synth --preset loopback --out "$tmp/models/loop" >"$tmp/synth.log" 2>&1 ||
+  die "synthesizing the loopback model failed: $(cat "$tmp/synth.log")"
+cp -r "$tmp/models/loop" "$tmp/models/notok" && rm "$tmp/models/notok/tokenizer.json" ||
+  die "cannot make the directory without tokenizer.json"
+
+LLMR_ADMIN_KEY=$admin "$LLMR" serve --data-dir "$tmp/data" --host 127.0.0.1 --port 0 >"$tmp/serve.log" 2>&1 &
+serve_pid=$!
+port=
+for _ in $(seq 300); do # 15 s
+  port=$(grep -o 'the OpenAI API at http://127.0.0.1:[0-9]*' "$tmp/serve.log" | grep -o '[0-9]*$')
+  [[ -n $port ]] && break
+  kill -0 "$serve_pid" 2>/dev/null || serve_failed "serve exited before it listened"
+  sleep 0.05
+done
+[[ -n $port ]] || serve_failed "serve did not say where it listens within 15 s"
+base="http://127.0.0.1:$port"
+code=$(curl -s -o "$tmp/app.js" -w '%{http_code}' "$base/dashboard/app.js")
+[[ $code == 200 ]] ||
+  serve_failed "GET /dashboard/app.js answered $code: this llmr was built without the dashboard (scripts/build-dashboard.sh BUILD_DIR, then build again)"
+
+# ---- the tests ------------------------------------------------------------------------
+echo "dashboard tests: playwright-core $pw_version, $("$CHROMIUM" --version 2>/dev/null | head -n1), Node.js $(node --version), against $base"
+(cd "$cache" && LLMR_DASHBOARD_URL=$base LLMR_DASHBOARD_ADMIN_KEY=$admin \
+  LLMR_DASHBOARD_LOOP_DIR="$tmp/models/loop" LLMR_DASHBOARD_BAD_DIR="$tmp/models/notok" \
+  LLMR_DASHBOARD_ARTIFACTS="$artifacts" CHROMIUM="$CHROMIUM" \
+  node --test --test-reporter=spec dashboard.test.mjs)
+tests_rc=$?
+echo "dashboard tests: screenshots in $artifacts ($(ls "$artifacts" | wc -l) files)"
+
+# ---- a clean stop ---------------------------------------------------------------------
+failures=0
+if kill -0 "$serve_pid" 2>/dev/null; then
+  kill -TERM "$serve_pid"
+  for _ in $(seq 200); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
+  if kill -0 "$serve_pid" 2>/dev/null; then
+    echo "FAIL: serve did not stop within 10 s of SIGTERM" >&2
+    failures=1
+  else
+    wait "$serve_pid"
+    rc=$?
+    serve_pid=
+    [[ $rc -eq 0 ]] || { echo "FAIL: serve exited $rc on SIGTERM" >&2; failures=1; }
+  fi
+else
+  echo "FAIL: serve died during the tests" >&2
+  failures=1
+fi
+
+if [[ $tests_rc -ne 0 || $failures -ne 0 ]]; then
+  [[ $tests_rc -ne 0 ]] && echo "FAIL: node --test exited $tests_rc" >&2
+  echo "--- serve log (last 60 lines)" >&2
+  tail -n 60 "$tmp/serve.log" >&2
+  exit 1
+fi
+echo "all dashboard checks passed in $(( $(date +%s) - started )) s"
+exit 0
