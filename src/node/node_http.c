@@ -322,6 +322,11 @@ static void stream_end(gen *g)
         }
     }
     llmr_strbuf sb = LLMR_STRBUF_INIT;
+    if (g->status == LLMR_OK && !g->include_usage)
+        /* The usage for whoever relays the stream (the router's request log), as an SSE
+         * comment, which clients ignore: {"usage":{...}} as in the usage chunk. */
+        llmr_strbuf_printf(&sb, ": {\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u}}\n\n",
+                           g->prompt_tokens, g->completion_tokens);
     llmr_oai_sse_done(&sb);
     llmr_http_stream_write(g->out, sb.data, sb.len); /* false when the client has gone */
     llmr_strbuf_free(&sb);

@@ -128,6 +128,12 @@ logged=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c
 [[ $(call GET '/v0/requests?limit=500' "$admin") == 200 ]] || fail "read the request log: $(cat "$tmp/body")"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["requests"]; sys.exit(0 if any(x["endpoint"] == "/v1/chat/completions" and x["status"] == 200 and x["completion_tokens"] == 8 and x["node"] for x in r) else 1)' "$tmp/body" ||
   fail "GET /v0/requests shows the chat: $(head -c 600 "$tmp/body")"
+# The streamed completion above asked for no usage: the log has its tokens all the same
+# (from the node's closing comment), and the client saw that only as a comment.
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["requests"]; sys.exit(0 if any(x["endpoint"] == "/v1/completions" and x["status"] == 200 and x["completion_tokens"] == 5 for x in r) else 1)' "$tmp/body" ||
+  fail "GET /v0/requests shows the streamed completion's 5 tokens: $(head -c 600 "$tmp/body")"
+[[ $(grep -c '^: {"usage":{"prompt_tokens":[0-9]*,"completion_tokens":5}}' "$tmp/stream") == 1 ]] ||
+  fail "the stream carries its usage as one SSE comment: $(tail -c 300 "$tmp/stream")"
 [[ $(call GET '/v0/requests?limit=0' "$admin") == 400 ]] || fail "a limit of 0: 400"
 [[ $(call GET /v0/requests "$infkey") == 403 ]] || fail "the request log needs the admin scope"
 # the router renders: loopq's prompt is its template's one character, one token
