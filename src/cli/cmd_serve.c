@@ -38,6 +38,8 @@ static void help(FILE *out)
             DEMO_NAME ", so that a fresh machine serves a chat end to end.  Register real\n"
             "models with `llmr pull REPO|DIR` (or POST /v0/models); `llmr list` shows them.\n\n"
             "  --no-auth   no keys checked (only on a loopback address)\n"
+            "  LLMR_ENGINE_OPTIONS  a JSON object of load options for every model the node\n"
+            "              loads, as for `llmr node --engine-options`\n"
             "  --check     report the models under DATA_DIR/models and exit\n"
             "SIGINT or SIGTERM stops it.\n");
 }
@@ -196,6 +198,9 @@ static int serve(const llmr_config *config, bool no_auth)
     no.node_name = "local";
     no.allow_cpu = true;
     no.heartbeat_ms = 1000;
+    /* the engines' load options, as `llmr node` takes them from the environment */
+    const char *engine_options = getenv("LLMR_ENGINE_OPTIONS");
+    no.engine_options = engine_options && *engine_options ? engine_options : NULL;
     if (llmr_mkdir_p(node_dir, &err) != LLMR_OK || llmr_node_start(&node_cfg, &no, &node, &err) != LLMR_OK) {
         llmr_cli_error("serve", "cannot start the local node: %s", llmr_strbuf_cstr(&err));
         goto done;

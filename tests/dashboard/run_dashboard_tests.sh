@@ -72,7 +72,9 @@ serve_failed() {
 cp -r "$tmp/models/loop" "$tmp/models/notok" && rm "$tmp/models/notok/tokenizer.json" ||
   die "cannot make the directory without tokenizer.json"
 
-LLMR_ADMIN_KEY=$admin "$LLMR" serve --data-dir "$tmp/data" --host 127.0.0.1 --port 0 >"$tmp/serve.log" 2>&1 &
+# The loopback engine paces its tokens (20 ms each), as a real model does, so the
+# playground's stream arrives token by token.
+LLMR_ENGINE_OPTIONS='{"token_delay_us":20000}' LLMR_ADMIN_KEY=$admin "$LLMR" serve --data-dir "$tmp/data" --host 127.0.0.1 --port 0 >"$tmp/serve.log" 2>&1 &
 serve_pid=$!
 port=
 for _ in $(seq 300); do # 15 s
