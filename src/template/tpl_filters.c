@@ -63,6 +63,8 @@ static tpl_value attr_path(tpl_render *r, const tpl_node *at, tpl_value v, tpl_v
         for (size_t j = i; j < e; j++) {
             if (p[j] < '0' || p[j] > '9')
                 digits = false;
+            else if (k > (INT64_MAX - 9) / 10)
+                k = INT64_MAX; /* jinja2's int() has no bound: an index past every list */
             else
                 k = k * 10 + (p[j] - '0');
         }

@@ -534,6 +534,9 @@ TEST(filters_sequences)
         {"{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='content') | list }} {{ ms | rejectattr('role', 'equalto', 'user') | list | length }}", "{\"ms\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"tool\", \"content\": \"b\"}, {\"role\": \"user\", \"content\": \"c\"}]}", "['a', 'c'] 1", NULL},
         {"{{ ms | selectattr('flag') | map(attribute='n') | join }} {{ ms | rejectattr('flag') | map(attribute='n') | join }} {{ ms | selectattr('flag', 'defined') | list | length }}", "{\"ms\": [{\"n\": 1, \"flag\": true}, {\"n\": 2, \"flag\": false}, {\"n\": 3}]}", "1 23 2", NULL},
         {"{{ ms | selectattr('role', 'in', ['a', 'b']) | list | length }}", "{\"ms\": [{\"role\": \"a\"}, {\"role\": \"c\"}, {\"role\": \"b\"}]}", "2", NULL},
+        /* an attribute of digits is an index, however long, as jinja2's int() makes it
+         * (found by the fuzzer: a long one overflowed): it matches no item here */
+        {"{{ ms | selectattr('22222222222222222222222', 'defined') | list | length }}{{ xs | map(attribute='99999999999999999999999') | select('defined') | list | length }}{{ xs | map(attribute='1') | list }}", "{\"ms\": [{\"22222222222222222222222\": 1}, {\"role\": \"c\"}], \"xs\": [[1, 2], [3, 4]]}", "00[2, 4]", NULL},
         {"{{ xs | first }} {{ xs | last }} {{ [] | first }}|{{ xs | unique | list }} {{ xs | list }}", "{\"xs\": [3, 1, 3, 2, 1]}", "3 1 |[3, 1, 2] [3, 1, 3, 2, 1]", NULL},
         {"{{ ['B', 'a', 'b', 'A'] | unique | list }} {{ ['B', 'a', 'b', 'A'] | unique(case_sensitive=true) | list }}", NULL, "['B', 'a'] ['B', 'a', 'b', 'A']", NULL},
         {"{{ xs | sort }} {{ xs | sort(reverse=true) }} {{ ['b', 'A', 'c'] | sort }} {{ ['b', 'A', 'c'] | sort(case_sensitive=true) }}", "{\"xs\": [3, 1, 2]}", "[1, 2, 3] [3, 2, 1] ['A', 'b', 'c'] ['A', 'b', 'c']", NULL},
