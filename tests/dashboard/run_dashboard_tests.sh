@@ -15,6 +15,7 @@ LLMR=$(cd "$(dirname "$LLMR")" && pwd)/$(basename "$LLMR")
 started=$(date +%s)
 
 die() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/../support/node_project.sh"
 
 for tool in node npm curl; do
   command -v "$tool" >/dev/null 2>&1 || die "'$tool' is not installed: run 'make deps'"
@@ -28,23 +29,7 @@ CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
 mkdir -p "$BUILD_DIR" || die "cannot create $BUILD_DIR"
 BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
 cache="$BUILD_DIR/dashboard-test-npm"
-exec 9>"$cache.lock" || die "cannot create $cache.lock"
-flock 9 || die "cannot lock $cache.lock"
-sum=$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -d' ' -f1)
-if [[ ! -d "$cache/node_modules/playwright-core" || "$(cat "$cache/lock.sha256" 2>/dev/null)" != "$sum" ]]; then
-  echo "dashboard tests: installing playwright-core into $cache (npm ci)"
-  rm -rf "$cache"
-  mkdir -p "$cache" || die "cannot create $cache"
-  cp "$here/package.json" "$here/package-lock.json" "$cache/" || die "cannot copy the npm project"
-  (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) ||
-    die "npm ci failed in $cache (the npm registry must be reachable the first time)"
-  echo "$sum" >"$cache/lock.sha256"
-fi
-# ESM imports resolve from the importing file's folder up: the test runs from a copy
-# beside the cache's node_modules.
-cp "$here/dashboard.test.mjs" "$cache/" || die "cannot copy the test file"
-pw_version=$(node -p 'require(process.argv[1]).version' "$cache/node_modules/playwright-core/package.json")
-flock -u 9
+pw_version=$(npm_project_install "dashboard tests" "$here" "$cache" playwright-core "$here/dashboard.test.mjs") || exit 1
 
 artifacts="$BUILD_DIR/tests/dashboard-artifacts"
 rm -rf "$artifacts" && mkdir -p "$artifacts" || die "cannot create $artifacts"
@@ -100,22 +85,8 @@ echo "dashboard tests: screenshots in $artifacts ($(ls "$artifacts" | wc -l) fil
 
 # ---- a clean stop ---------------------------------------------------------------------
 failures=0
-if kill -0 "$serve_pid" 2>/dev/null; then
-  kill -TERM "$serve_pid"
-  for _ in $(seq 200); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.05; done
-  if kill -0 "$serve_pid" 2>/dev/null; then
-    echo "FAIL: serve did not stop within 10 s of SIGTERM" >&2
-    failures=1
-  else
-    wait "$serve_pid"
-    rc=$?
-    serve_pid=
-    [[ $rc -eq 0 ]] || { echo "FAIL: serve exited $rc on SIGTERM" >&2; failures=1; }
-  fi
-else
-  echo "FAIL: serve died during the tests" >&2
-  failures=1
-fi
+stop_cleanly "$serve_pid" serve || failures=1
+serve_pid=
 
 if [[ $tests_rc -ne 0 || $failures -ne 0 ]]; then
   [[ $tests_rc -ne 0 ]] && echo "FAIL: node --test exited $tests_rc" >&2

@@ -14,6 +14,7 @@ MODE=${3:-node}
 here=$(cd "$(dirname "$0")" && pwd)
 
 die() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/../support/node_project.sh"
 
 for tool in node npm; do
   command -v "$tool" >/dev/null 2>&1 ||
@@ -26,23 +27,7 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 mkdir -p "$BUILD_DIR" || die "cannot create $BUILD_DIR"
 cache="$(cd "$BUILD_DIR" && pwd)/sdk-cache"
 # Two runs (node and router) may start at once: one installs, the other waits.
-exec 9>"$cache.lock" || die "cannot create $cache.lock"
-flock 9 || die "cannot lock $cache.lock"
-sum=$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -d' ' -f1)
-if [[ ! -d "$cache/node_modules/openai" || "$(cat "$cache/lock.sha256" 2>/dev/null)" != "$sum" ]]; then
-  echo "sdk: installing the OpenAI SDK into $cache (npm ci)"
-  rm -rf "$cache"
-  mkdir -p "$cache" || die "cannot create $cache"
-  cp "$here/package.json" "$here/package-lock.json" "$cache/" || die "cannot copy the npm project"
-  (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) ||
-    die "npm ci failed in $cache (the npm registry must be reachable the first time)"
-  echo "$sum" >"$cache/lock.sha256"
-fi
-# ESM imports resolve from the importing file's folder up, so the test runs from a
-# copy beside the cache's node_modules.
-cp "$here/openai_sdk.test.mjs" "$cache/" || die "cannot copy the test file"
-sdk_version=$(node -p 'require(process.argv[1]).version' "$cache/node_modules/openai/package.json")
-flock -u 9
+sdk_version=$(npm_project_install sdk "$here" "$cache" openai "$here/openai_sdk.test.mjs") || exit 1
 
 # ---- a node serving the loopback model -----------------------------------------------
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-sdk-XXXXXX")
@@ -130,22 +115,8 @@ tests_rc=$?
 
 # ---- a clean stop --------------------------------------------------------------------
 failures=0
-if kill -0 "$node_pid" 2>/dev/null; then
-  kill -TERM "$node_pid"
-  for _ in $(seq 200); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.05; done
-  if kill -0 "$node_pid" 2>/dev/null; then
-    echo "FAIL: the node did not stop within 10 s of SIGTERM" >&2
-    failures=1
-  else
-    wait "$node_pid"
-    rc=$?
-    node_pid=
-    [[ $rc -eq 0 ]] || { echo "FAIL: the node exited $rc on SIGTERM" >&2; failures=1; }
-  fi
-else
-  echo "FAIL: the node died during the SDK tests" >&2
-  failures=1
-fi
+stop_cleanly "$node_pid" "the node" || failures=1
+node_pid=
 
 if [[ $tests_rc -ne 0 || $failures -ne 0 ]]; then
   [[ $tests_rc -ne 0 ]] && echo "FAIL: node --test exited $tests_rc" >&2
