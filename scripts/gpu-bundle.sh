@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Collects what a GPU machine needs to run llmr's GPU checks into OUT (default
-# dist/gpu): the llmr binary, llmr-gpu-probe, the engine plugins, the shared
+# dist/gpu), and OUT.tar.xz of it to carry where the folder is too big: the llmr
+# binary, llmr-gpu-probe, the engine plugins (but llama.cpp's), the shared
 # libraries they use that a bare CUDA machine may lack, the GPU test and benchmark
 # scripts, and their data.  Run binaries from there with
 # LD_LIBRARY_PATH=OUT/lib.
@@ -33,9 +34,13 @@ for bin in "$out"/bin/*; do
   done
 done
 cp "$root"/tests/gpu/* "$root"/bench/*.py "$out/tests/"
-# Engine plugins: the installed ones (plugins/engines) and the GPU test plugin.
-mkdir -p "$out/plugins"
-cp -r "$build/engines" "$out/plugins/engines"
+# Engine plugins: the installed ones (plugins/engines) but llama.cpp's, which travel in
+# their own bundle (scripts/gpu-bundle-llama.sh: the CUDA one alone is 51 MB), and the
+# GPU test plugin.
+mkdir -p "$out/plugins/engines"
+for plugin in "$build"/engines/*/; do
+  case "$(basename "$plugin")" in llama-cpp*) ;; *) cp -r "$plugin" "$out/plugins/engines/" ;; esac
+done
 if [[ -d "$build/tests/plugins/vram_hang" ]]; then cp -r "$build/tests/plugins/vram_hang" "$out/plugins/"; fi
 # Tokenizer files for the comparisons: the SentencePiece-style ones the tests make,
 # gpt-oss's real one (when the shared data directory is there), o200k_base for tiktoken.
@@ -47,4 +52,6 @@ if [[ ! -f "$out/data/gpt-oss/tokenizer.json" && -f "$shared" ]]; then
   mkdir -p "$out/data/gpt-oss" && cp "$shared" "$out/data/gpt-oss/tokenizer.json"
 fi
 "$root/scripts/fetch-bench-data.sh" "$build/bench-data" && cp "$build/bench-data/o200k_base.tiktoken" "$out/data/"
-echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out: $(ls "$out/bin" | tr '\n' ' ')"
+tar -C "$(dirname "$out")" -cf - "$(basename "$out")" | xz -T0 -6 >"$out.tar.xz"
+echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out ($(ls "$out/bin" | tr '\n' ' ')), $(du -sh "$out.tar.xz" | cut -f1) in $out.tar.xz"
+
