@@ -22,14 +22,19 @@ void llmr_token_map_free(llmr_token_map *m);
 /* Adds key -> id.  Returns 1 when added, 0 when the key was present (its first id
  * stays), -1 when out of memory. */
 int llmr_token_map_put(llmr_token_map *m, const char *key, size_t len, uint32_t id);
+/* Grows the table once to hold `expected` keys without further growth. */
+bool llmr_token_map_reserve(llmr_token_map *m, size_t expected);
 /* The id of key, or -1. */
 int64_t llmr_token_map_get(const llmr_token_map *m, const char *key, size_t len);
 
-/* For batched lookups: hash once, prefetch the slot, look up later. */
+/* For batched lookups and inserts: hash once, prefetch the slot, look up or add later
+ * (bulk loads stall on one cache miss per key otherwise). */
 uint64_t llmr_token_map_hash(const char *key, size_t len);
 void llmr_token_map_prefetch(const llmr_token_map *m, uint64_t hash);
 int64_t llmr_token_map_get_hashed(const llmr_token_map *m, const char *key, size_t len,
                                   uint64_t hash);
+int llmr_token_map_put_hashed(llmr_token_map *m, const char *key, size_t len, uint64_t hash,
+                              uint32_t id);
 
 typedef struct llmr_merge_map {
     struct merge_slot *slots;

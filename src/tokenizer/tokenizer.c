@@ -6,6 +6,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,8 @@ typedef struct merge_ref {
 typedef struct model_spec {
     char *type, *unk_token, *prefix, *suffix;
     bool ignore_merges, byte_fallback, fuse_unk, have_vocab, have_merges, vocab_not_object;
+    uint32_t *vocab_order; /* the vocabulary's ids in the order the file gives them */
+    size_t n_vocab, cap_vocab, n_in_surface; /* the first n_in_surface are in the map */
     llmr_strbuf merge_pool;
     merge_ref *merges;
     size_t n_merges, cap_merges;
@@ -130,6 +133,58 @@ static void read_opt_bool(loader *l, const char *name, bool *out)
         fail(l, LLMR_MODEL_CORRUPT, "model.%s must be true, false or null", name);
 }
 
+/* Keys of a bulk insert are hashed and their slots prefetched this many at a time. */
+#define MAP_BATCH 16
+
+/* Adds the vocabulary to the surface map in the file's order, in one pass over a table
+ * sized for it: a duplicate string is reported with the id it is given the second time. */
+static void build_surface(loader *l)
+{
+    llmr_tokenizer *t = l->tok;
+    model_spec *m = &l->model;
+    if (!llmr_token_map_reserve(&t->surface, m->n_vocab)) {
+        fail(l, LLMR_OOM_RAM, "out of memory reading model.vocab");
+        return;
+    }
+    const char *pool = llmr_strbuf_cstr(&t->strings);
+    for (size_t i0 = m->n_in_surface; i0 < m->n_vocab; i0 += MAP_BATCH) {
+        size_t nb = m->n_vocab - i0 < MAP_BATCH ? m->n_vocab - i0 : MAP_BATCH;
+        uint64_t h[MAP_BATCH];
+        for (size_t k = 0; k < nb; k++) {
+            const id_entry *e = &t->by_id[m->vocab_order[i0 + k]];
+            h[k] = llmr_token_map_hash(pool + e->off, e->len);
+            llmr_token_map_prefetch(&t->surface, h[k]);
+        }
+        for (size_t k = 0; k < nb; k++) {
+            uint32_t id = m->vocab_order[i0 + k];
+            const id_entry *e = &t->by_id[id];
+            int r = llmr_token_map_put_hashed(&t->surface, pool + e->off, e->len, h[k], id);
+            if (r <= 0) {
+                if (r < 0)
+                    fail(l, LLMR_OOM_RAM, "out of memory reading model.vocab");
+                else
+                    fail(l, LLMR_MODEL_CORRUPT, "model.vocab: a token appears twice (id %u)", id);
+                return;
+            }
+        }
+    }
+    m->n_in_surface = m->n_vocab;
+}
+
+static bool add_vocab_order(model_spec *m, uint32_t id)
+{
+    if (m->n_vocab == m->cap_vocab) {
+        size_t cap = m->cap_vocab ? m->cap_vocab * 2 : 4096;
+        uint32_t *v = realloc(m->vocab_order, cap * sizeof *v);
+        if (!v)
+            return false;
+        m->vocab_order = v;
+        m->cap_vocab = cap;
+    }
+    m->vocab_order[m->n_vocab++] = id;
+    return true;
+}
+
 static void read_vocab(loader *l)
 {
     llmr_tokenizer *t = l->tok;
@@ -152,7 +207,7 @@ static void read_vocab(loader *l)
                  LLMR_TOKENIZER_MAX_ID);
             return;
         }
-        if (!ensure_id(t, (uint32_t)id)) {
+        if (!ensure_id(t, (uint32_t)id) || !add_vocab_order(&l->model, (uint32_t)id)) {
             fail(l, LLMR_OOM_RAM, "out of memory reading model.vocab");
             return;
         }
@@ -161,20 +216,14 @@ static void read_vocab(loader *l)
             fail(l, LLMR_MODEL_CORRUPT, "model.vocab: id %lld is given to two tokens", (long long)id);
             return;
         }
-        int r = llmr_token_map_put(&t->surface, llmr_strbuf_cstr(&t->strings) + off, klen, (uint32_t)id);
-        if (r <= 0) {
-            if (r < 0)
-                fail(l, LLMR_OOM_RAM, "out of memory reading model.vocab");
-            else
-                fail(l, LLMR_MODEL_CORRUPT, "model.vocab: a token appears twice (id %lld)", (long long)id);
-            return;
-        }
         *e = (id_entry){(uint32_t)off, (uint32_t)klen, ID_MODEL};
     }
     if (l->s.failed)
         scan_failed(l, "model.vocab");
     else if (llmr_strbuf_failed(&t->strings) || t->strings.len > UINT32_MAX)
         fail(l, LLMR_OOM_RAM, "out of memory reading model.vocab");
+    else
+        build_surface(l);
     l->model.have_vocab = true;
 }
 
@@ -501,6 +550,65 @@ static bool resolve_merges(loader *l, llmr_bpe *b)
     return ok && l->status == LLMR_OK;
 }
 
+/* The byte-level map of the vocabulary (bytes -> id): filled by build_byte_map,
+ * possibly on its own thread, reading only the vocabulary. */
+typedef struct byte_map_job {
+    llmr_tokenizer *tok;
+    bool ok; /* false: out of memory */
+} byte_map_job;
+
+static void build_byte_map(byte_map_job *job)
+{
+    llmr_tokenizer *t = job->tok;
+    llmr_bpe *b = &t->bpe;
+    if (!llmr_token_map_init(&b->bytes, t->surface.count)) {
+        job->ok = false;
+        return;
+    }
+    llmr_strbuf bytes = LLMR_STRBUF_INIT;
+    uint32_t batch_id[MAP_BATCH];
+    size_t batch_off[MAP_BATCH + 1];
+    uint64_t h[MAP_BATCH];
+    for (uint32_t id0 = 0; id0 < t->n_ids && job->ok;) {
+        /* Decode a batch, hash and prefetch its slots, then add it. */
+        size_t nb = 0;
+        llmr_strbuf_reset(&bytes);
+        for (; id0 < t->n_ids && nb < MAP_BATCH; id0++) {
+            if (t->by_id[id0].kind != ID_MODEL)
+                continue;
+            size_t before = bytes.len;
+            const char *s = llmr_strbuf_cstr(&t->strings) + t->by_id[id0].off;
+            if (!llmr_byte_level_decode(s, t->by_id[id0].len, &bytes))
+                continue; /* not made of byte-level characters: byte-level text never forms it */
+            batch_id[nb] = id0;
+            batch_off[nb++] = before;
+        }
+        batch_off[nb] = bytes.len;
+        if (llmr_strbuf_failed(&bytes)) {
+            job->ok = false;
+            break;
+        }
+        for (size_t k = 0; k < nb; k++) {
+            h[k] = llmr_token_map_hash(bytes.data + batch_off[k], batch_off[k + 1] - batch_off[k]);
+            llmr_token_map_prefetch(&b->bytes, h[k]);
+        }
+        for (size_t k = 0; k < nb; k++) {
+            if (llmr_token_map_put_hashed(&b->bytes, bytes.data + batch_off[k], batch_off[k + 1] - batch_off[k],
+                                          h[k], batch_id[k]) < 0) {
+                job->ok = false;
+                break;
+            }
+        }
+    }
+    llmr_strbuf_free(&bytes);
+}
+
+static void *build_byte_map_thread(void *arg)
+{
+    build_byte_map(arg);
+    return NULL;
+}
+
 static void build_bpe(loader *l, bool byte_level)
 {
     llmr_tokenizer *t = l->tok;
@@ -539,9 +647,23 @@ static void build_bpe(loader *l, bool byte_level)
         fail(l, LLMR_OOM_RAM, "out of memory");
         return;
     }
-    if (!resolve_merges(l, b))
+    /* Byte mode keys the vocabulary by the bytes its strings stand for too: that map is
+     * built on a second thread while this one resolves the merges (both only read the
+     * vocabulary), which takes a third off the load of a 200,000-token tokenizer. */
+    byte_map_job job = {t, true};
+    pthread_t helper;
+    bool threaded = byte_level && pthread_create(&helper, NULL, build_byte_map_thread, &job) == 0;
+    if (byte_level && !threaded)
+        build_byte_map(&job);
+    bool resolved = resolve_merges(l, b) && llmr_bpe_index_low_pairs(b);
+    if (threaded)
+        pthread_join(helper, NULL);
+    if (!resolved) {
+        if (l->status == LLMR_OK)
+            fail(l, LLMR_OOM_RAM, "out of memory");
         return;
-    if (!llmr_bpe_index_low_pairs(b)) {
+    }
+    if (!job.ok) {
         fail(l, LLMR_OOM_RAM, "out of memory");
         return;
     }
@@ -551,27 +673,8 @@ static void build_bpe(loader *l, bool byte_level)
         b->fallback[x] = surface_id(t, name, 6);
         b->byte_token[x] = -1;
     }
-    if (!byte_level || l->status != LLMR_OK)
+    if (!byte_level)
         return;
-    /* Byte mode: key the vocabulary by the bytes its strings stand for. */
-    if (!llmr_token_map_init(&b->bytes, t->surface.count)) {
-        fail(l, LLMR_OOM_RAM, "out of memory");
-        return;
-    }
-    llmr_strbuf bytes = LLMR_STRBUF_INIT;
-    for (uint32_t id = 0; id < t->n_ids; id++) {
-        if (t->by_id[id].kind != ID_MODEL)
-            continue;
-        llmr_strbuf_reset(&bytes);
-        const char *s = llmr_strbuf_cstr(&t->strings) + t->by_id[id].off;
-        if (!llmr_byte_level_decode(s, t->by_id[id].len, &bytes))
-            continue; /* not made of byte-level characters: byte-level text never forms it */
-        if (llmr_token_map_put(&b->bytes, llmr_strbuf_cstr(&bytes), bytes.len, id) < 0) {
-            fail(l, LLMR_OOM_RAM, "out of memory");
-            break;
-        }
-    }
-    llmr_strbuf_free(&bytes);
     for (int x = 0; x < 256; x++) {
         char c = (char)x;
         b->byte_token[x] = llmr_token_map_get(&b->bytes, &c, 1);
@@ -613,6 +716,7 @@ static void free_model_spec(model_spec *m)
     free(m->suffix);
     llmr_strbuf_free(&m->merge_pool);
     free(m->merges);
+    free(m->vocab_order);
 }
 
 llmr_status llmr_tokenizer_load(const char *json, size_t len, llmr_tokenizer **out,

@@ -522,6 +522,44 @@ TEST(bpe_byte_level_ignore_merges_takes_the_whole_word)
     llmr_tokenizer_free(t);
 }
 
+/* The i-th four-letter word: "aaaa", "aaab", ... (letters only: the byte-level
+ * regex splits letters from digits). */
+static const char *nth_word(unsigned i, char word[5])
+{
+    for (int k = 3; k >= 0; k--, i /= 26)
+        word[k] = (char)('a' + i % 26);
+    word[4] = '\0';
+    return word;
+}
+
+TEST(bpe_large_byte_level_vocabulary_finds_every_token)
+{
+    /* Enough tokens that the vocabulary's tables are built in bulk, past 2 MiB each. */
+    enum { WORDS = 70000 };
+    char word[5], want[16];
+    llmr_strbuf extra = LLMR_STRBUF_INIT;
+    for (unsigned i = 0; i < WORDS; i++)
+        llmr_strbuf_printf(&extra, ",'%s':%u", nth_word(i, word), 256 + i);
+    llmr_tokenizer *t = byte_level_tokenizer(llmr_strbuf_cstr(&extra), "", false, true);
+    llmr_strbuf_free(&extra);
+    if (!t)
+        return;
+    CHECK_EQ_INT(llmr_tokenizer_vocab_size(t), 256 + WORDS);
+    unsigned missing = 0, wrong = 0;
+    for (unsigned i = 0; i < WORDS; i++) {
+        nth_word(i, word);
+        missing += llmr_tokenizer_token_to_id(t, word, 4) != 256 + (int64_t)i;
+        if (i % 97 == 0) { /* through the byte-level map, as encoding finds it */
+            snprintf(want, sizeof want, "%u", 256 + i);
+            wrong += strcmp(encode_ids(t, word, 0), want) != 0;
+        }
+    }
+    CHECK_EQ_INT(missing, 0);
+    CHECK_EQ_INT(wrong, 0);
+    CHECK_EQ_STR(encode_ids(t, "zzzzz", 0), "122 122 122 122 122"); /* not in the vocabulary */
+    llmr_tokenizer_free(t);
+}
+
 /* --- 2. pre-tokenizers ---------------------------------------------------------- */
 
 TEST(split_regex_inverted_with_every_behavior)
@@ -1364,6 +1402,14 @@ TEST(duplicate_vocabulary_id_fails)
     CHECK_CONTAINS(why, "id 1");
 }
 
+TEST(duplicate_vocabulary_string_fails_naming_its_second_id)
+{
+    llmr_status st;
+    const char *why = load_error("{'model':{'type':'BPE','vocab':{'a':0,'b':1,'a':2},'merges':[]}}", &st);
+    CHECK_EQ_INT(st, LLMR_MODEL_CORRUPT);
+    CHECK_CONTAINS(why, "appears twice (id 2)");
+}
+
 TEST(bpe_dropout_is_unsupported_but_zero_or_null_is_fine)
 {
     llmr_status st;
@@ -1395,6 +1441,7 @@ int main(void)
     RUN(bpe_words_come_from_the_pre_tokenizer);
     RUN(bpe_byte_level_merges_raw_bytes);
     RUN(bpe_byte_level_ignore_merges_takes_the_whole_word);
+    RUN(bpe_large_byte_level_vocabulary_finds_every_token);
     /* 2. pre-tokenizers */
     RUN(split_regex_inverted_with_every_behavior);
     RUN(split_string_pattern_is_literal);
@@ -1459,6 +1506,7 @@ int main(void)
     RUN(unsupported_model_types_are_named);
     RUN(unsupported_components_in_a_tokenizer_are_named);
     RUN(duplicate_vocabulary_id_fails);
+    RUN(duplicate_vocabulary_string_fails_naming_its_second_id);
     RUN(bpe_dropout_is_unsupported_but_zero_or_null_is_fine);
     return llmr_test_finish();
 }
