@@ -10,6 +10,7 @@
 #include "engine_host/engine_registry.h"
 #include "engine_host/host_services.h"
 #include "engine_host/nvml.h"
+#include "models/runtime.h"
 #include "node/node_service.h"
 
 /* The compute capability of GPU 0, or -1 without NVML or a GPU. */
@@ -69,7 +70,12 @@ llmr_status llmr_local_engine_open(const llmr_config *cfg, const char *dir,
     llmr_node_plugin_dirs_free(dirs);
     int minor = 0, major = gpu_capability(&minor), score = 0;
     llmr_engine_query q = {d->format, d->runtime, d->architecture, major, minor};
+    const char *limitation = llmr_runtime_limitation(d->runtime);
+    if (limitation)
+        llmr_strbuf_printf(err, "%s (", limitation);
     const llmr_plugin_manifest *m = reg ? llmr_engine_registry_select(reg, &q, &score, err) : NULL;
+    if (limitation)
+        llmr_strbuf_putc(err, ')');
     if (!m) {
         llmr_engine_registry_free(reg);
         llmr_model_desc_close(&e->desc);

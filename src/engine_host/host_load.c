@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "engine_host/host_internal.h"
+#include "models/runtime.h"
 
 #define EVICT_WAIT_MS 30000u
 
@@ -47,7 +48,10 @@ void model_choose_engine(llmr_engine_host *h, hmodel *m)
     if (m->has_engine)
         plugin_ref_free(&m->engine);
     m->has_engine = false;
-    if (!best) {
+    const char *limitation = llmr_runtime_limitation(m->runtime);
+    if (!best && limitation) {
+        model_set_reason(m, MODEL_NOT_READY, LLMR_UNSUPPORTED, "%s (%s)", limitation, llmr_strbuf_cstr(&why));
+    } else if (!best) {
         model_set_reason(m, MODEL_NOT_READY, LLMR_UNSUPPORTED, "%s", llmr_strbuf_cstr(&why));
     } else if (plugin_ref_copy(&m->engine, best)) {
         m->has_engine = true;

@@ -15,6 +15,14 @@ static const struct {
 
 #define N_RUNTIMES (sizeof safetensors_runtimes / sizeof safetensors_runtimes[0])
 
+const char *llmr_runtime_limitation(const char *runtime_name)
+{
+    if (runtime_name && strcmp(runtime_name, "nemotron_h") == 0)
+        return "Nemotron-H weights load and validate, but llmr does not generate text with "
+               "them yet: there is no Nemotron-H engine";
+    return NULL;
+}
+
 const char *llmr_runtime_name(llmr_runtime runtime)
 {
     switch (runtime) {

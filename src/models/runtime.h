@@ -19,6 +19,11 @@ typedef enum llmr_runtime {
 /* "gpt_oss", "nemotron_h", "llama_cpp", "loopback"; NULL for NONE. */
 const char *llmr_runtime_name(llmr_runtime runtime);
 
+/* What llmr cannot do yet with models of a runtime, as a sentence for an operator
+ * ("Nemotron-H ... does not generate text ..."), or NULL when nothing is missing.  Said
+ * wherever such a model is described or asked to generate. */
+const char *llmr_runtime_limitation(const char *runtime_name);
+
 /* The runtime for a safetensors model's config.json.  model_type wins over
  * architectures; both absent or of the wrong type is LLMR_RUNTIME_NONE with the
  * reason in `why`, as is an architecture no engine implements. */

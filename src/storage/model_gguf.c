@@ -225,7 +225,7 @@ void llmr_model_open_gguf(llmr_model *m, const llmr_dir_listing *l,
         m->gguf[i].fd = -1;
     m->gguf_count = choice.count;
     for (size_t i = 0; i < choice.count; i++) {
-        const llmr_dir_entry *e = llmr_model_need_file(l, choice.names[i], "it holds the weights", p);
+        const llmr_dir_entry *e = llmr_model_need_file(l, choice.names[i], LLMR_NOT_FOUND, "it holds the weights", p);
         char *path = e ? llmr_path_join(m->dir, e->name) : NULL;
         if (path && llmr_gguf_file_open(path, e->name, &m->gguf[i], p) == LLMR_OK &&
             !llmr_model_add_file(m, e->name, e->size, "weights"))

@@ -11,8 +11,11 @@ bool llmr_model_add_file(llmr_model *m, const char *name, uint64_t size, const c
 
 /* The listing's entry for `name` when it is a usable regular file; otherwise adds a
  * problem that says what is wrong with it and why the model needs it, and returns
- * NULL. */
+ * NULL.  if_missing: the problem's code when the file is absent or a dangling link
+ * (NOT_FOUND for a file the layout asks for; MODEL_CORRUPT for a shard the index
+ * names, whose absence leaves the snapshot incomplete). */
 const llmr_dir_entry *llmr_model_need_file(const llmr_dir_listing *listing, const char *name,
+                                           llmr_status if_missing,
                                            const char *why_needed, llmr_problems *problems);
 
 /* Reports a weight file whose name cannot be used (invalid UTF-8, control

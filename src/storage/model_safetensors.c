@@ -58,7 +58,7 @@ static bool find_shards(llmr_model *m, const llmr_dir_listing *l, shard_set *set
 {
     memset(set, 0, sizeof *set);
     if (llmr_dir_find(l, LLMR_ST_INDEX_FILE)) {
-        const llmr_dir_entry *e = llmr_model_need_file(l, LLMR_ST_INDEX_FILE,
+        const llmr_dir_entry *e = llmr_model_need_file(l, LLMR_ST_INDEX_FILE, LLMR_NOT_FOUND,
                                                        "it says which shard holds each tensor", p);
         if (!e)
             return false;
@@ -151,8 +151,9 @@ static bool open_shards(llmr_model *m, const llmr_dir_listing *l, const shard_se
     for (size_t i = 0; i < set->count; i++) {
         const char *name = set->names[i];
         const llmr_dir_entry *e = llmr_model_need_file(
-            l, name, set->from_index ? "model.safetensors.index.json names it as a shard"
-                                     : "it holds the weights",
+            l, name, set->from_index ? LLMR_MODEL_CORRUPT : LLMR_NOT_FOUND,
+            set->from_index ? "model.safetensors.index.json names it as a shard"
+                            : "it holds the weights",
             p);
         if (!e) {
             ok = false;
@@ -303,8 +304,7 @@ static void check_architecture(llmr_model *m, bool shards_ok, const char *missin
             m->engine_config = llmr_nemotron_h_config_to_json(&m->nemotron_h);
             llmr_nemotron_h_expected_tensors(&m->nemotron_h, &specs);
             llmr_strbuf_printf(&why, "config.json (nemotron_h, layers %s)", m->nemotron_h.layers);
-            llmr_json_append_text(m->notes, "Nemotron-H weights load and validate, but llmr does "
-                                            "not generate text with them yet");
+            llmr_json_append_text(m->notes, "%s", llmr_runtime_limitation("nemotron_h"));
         }
     } else if (m->runtime == LLMR_RUNTIME_LOOPBACK) {
         st = llmr_loopback_config_parse(m->config, "config.json", &m->loopback, p);
@@ -378,9 +378,9 @@ void llmr_model_open_safetensors(llmr_model *m, const llmr_dir_listing *l,
 {
     size_t before = llmr_problems_total(p);
     const llmr_dir_entry *config = llmr_model_need_file(
-        l, "config.json", "a safetensors model needs it: it names the architecture and its sizes",
-        p);
-    llmr_model_need_file(l, "tokenizer.json",
+        l, "config.json", LLMR_NOT_FOUND,
+        "a safetensors model needs it: it names the architecture and its sizes", p);
+    llmr_model_need_file(l, "tokenizer.json", LLMR_NOT_FOUND,
                          "a safetensors model needs it to turn text into token ids", p);
     for (size_t i = 0; i < N_METADATA; i++) {
         const llmr_dir_entry *e = llmr_dir_find(l, metadata_files[i].name);

@@ -56,15 +56,16 @@ bool llmr_model_add_file(llmr_model *m, const char *name, uint64_t size, const c
 }
 
 const llmr_dir_entry *llmr_model_need_file(const llmr_dir_listing *l, const char *name,
-                                           const char *why_needed, llmr_problems *p)
+                                           llmr_status if_missing, const char *why_needed,
+                                           llmr_problems *p)
 {
     const llmr_dir_entry *e = llmr_dir_find(l, name);
     if (!e) {
-        llmr_problems_add(p, LLMR_NOT_FOUND, name, "missing (%s)", why_needed);
+        llmr_problems_add(p, if_missing, name, "missing (%s)", why_needed);
         return NULL;
     }
     if (e->kind == LLMR_DIR_BROKEN_LINK) {
-        llmr_problems_add(p, LLMR_NOT_FOUND, name,
+        llmr_problems_add(p, if_missing, name,
                           "a symbolic link whose target does not exist (an interrupted "
                           "download?); needed because %s",
                           why_needed);
@@ -114,6 +115,24 @@ static void count_formats(const llmr_dir_listing *l, size_t *safetensors, size_t
     }
 }
 
+/* Appends the top-level weight files ending in `suffix` to sb, escaped for display:
+ * the first three, then how many more. */
+static void put_weight_names(llmr_strbuf *sb, const llmr_dir_listing *l, const char *suffix)
+{
+    size_t shown = 0, total = 0;
+    for (size_t i = 0; i < l->count; i++) {
+        const char *name = l->entries[i].name;
+        if (l->entries[i].kind == LLMR_DIR_OTHER || !llmr_name_has_suffix(name, suffix))
+            continue;
+        if (total++ >= 3)
+            continue;
+        llmr_strbuf_puts(sb, shown++ ? ", " : "");
+        llmr_strbuf_put_display(sb, name, strlen(name));
+    }
+    if (total > shown)
+        llmr_strbuf_printf(sb, " and %zu more", total - shown);
+}
+
 /* Settles the format, or adds a problem and returns AUTO. */
 static llmr_model_format decide_format(const llmr_dir_listing *l, llmr_model_format stated,
                                        llmr_problems *p)
@@ -139,10 +158,15 @@ static llmr_model_format decide_format(const llmr_dir_listing *l, llmr_model_for
     if (stated != LLMR_FORMAT_AUTO)
         return stated;
     if (n_st && n_gguf) {
+        llmr_strbuf names = LLMR_STRBUF_INIT;
+        llmr_strbuf_printf(&names, "the directory holds both .safetensors (%zu: ", n_st);
+        put_weight_names(&names, l, ".safetensors");
+        llmr_strbuf_printf(&names, ") and .gguf (%zu: ", n_gguf);
+        put_weight_names(&names, l, ".gguf");
         llmr_problems_add(p, LLMR_INVALID_ARGUMENT, NULL,
-                          "the directory holds both .safetensors (%zu) and .gguf (%zu) files; "
-                          "state the format (--format safetensors or --format gguf)",
-                          n_st, n_gguf);
+                          "%s) files; state the format (--format safetensors or --format gguf)",
+                          llmr_strbuf_cstr(&names));
+        llmr_strbuf_free(&names);
         return LLMR_FORMAT_AUTO;
     }
     if (n_st)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/fs_util.h"
+#include "common/json_scan.h"
 #include "common/json_util.h"
 
 /* How many names one overlap/gap report quotes before it stops listing. */
@@ -238,6 +239,39 @@ void llmr_st_header_free(llmr_st_header *h)
     memset(h, 0, sizeof *h);
 }
 
+/* Headers this large may hold more tensors than the limit: their top-level members are
+ * counted by a streaming pass first, since building the JSON tree of a hostile 100 MB
+ * header costs seconds and gigabytes before the count could be checked.  A smaller
+ * header cannot hold that many members (each takes at least 6 bytes). */
+#define PRECOUNT_FROM_BYTES ((size_t)4 << 20)
+
+/* The tensors a header lists (its top-level members but __metadata__), counting only
+ * up to the limit plus one; false when the text is not a JSON object (the full parse
+ * reports why). */
+static bool count_tensors(const char *text, size_t len, size_t *tensors)
+{
+    llmr_jscan s;
+    llmr_jscan_init(&s, text, len);
+    llmr_strbuf key = LLMR_STRBUF_INIT;
+    size_t n = 0;
+    bool ok = llmr_jscan_object_begin(&s);
+    while (ok && n <= LLMR_ST_MAX_TENSORS && llmr_jscan_object_next(&s, &key)) {
+        if (strcmp(llmr_strbuf_cstr(&key), "__metadata__") != 0)
+            n++;
+        ok = llmr_jscan_skip(&s);
+    }
+    llmr_strbuf_free(&key);
+    *tensors = n;
+    return ok && !s.failed;
+}
+
+static void too_many_tensors(llmr_problems *problems, const char *file, size_t tensors, bool at_least)
+{
+    llmr_problems_add(problems, LLMR_LIMIT_EXCEEDED, file,
+                      "header lists %s%zu tensors, more than the limit of %u",
+                      at_least ? "at least " : "", tensors, LLMR_ST_MAX_TENSORS);
+}
+
 llmr_status llmr_st_header_parse(const char *text, size_t len, uint64_t data_size,
                                  const char *file, llmr_st_header *out,
                                  llmr_problems *problems)
@@ -248,6 +282,11 @@ llmr_status llmr_st_header_parse(const char *text, size_t len, uint64_t data_siz
         llmr_problems_add(problems, LLMR_MODEL_CORRUPT, file,
                           "header does not start with '{': this is not a safetensors file");
         return LLMR_MODEL_CORRUPT;
+    }
+    size_t counted;
+    if (len >= PRECOUNT_FROM_BYTES && count_tensors(text, len, &counted) && counted > LLMR_ST_MAX_TENSORS) {
+        too_many_tensors(problems, file, counted, true);
+        return LLMR_LIMIT_EXCEEDED;
     }
     llmr_strbuf err = LLMR_STRBUF_INIT;
     json_t *root = llmr_json_parse(text, len, &err);
@@ -265,10 +304,9 @@ llmr_status llmr_st_header_parse(const char *text, size_t len, uint64_t data_siz
         goto done;
     }
     size_t entries = json_object_size(root);
-    if (entries > LLMR_ST_MAX_TENSORS + 1) {
-        llmr_problems_add(problems, LLMR_LIMIT_EXCEEDED, file,
-                          "header lists %zu tensors, more than the limit of %u", entries,
-                          LLMR_ST_MAX_TENSORS);
+    size_t tensors = entries - (json_object_get(root, "__metadata__") ? 1 : 0);
+    if (tensors > LLMR_ST_MAX_TENSORS) {
+        too_many_tensors(problems, file, tensors, false);
         status = LLMR_LIMIT_EXCEEDED;
         goto done;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "engine_host/engine_host.h"
 #include "fixture.h"
 #include "models/nemotron_h_config.h"
 #include "storage/model_storage.h"
@@ -75,6 +76,37 @@ TEST(the_saved_model_validates_and_maps)
     CHECK_EQ_INT(json_array_size(m->warnings), 0);
     CHECK_CONTAINS(json_string_value(json_array_get(m->notes, 0)), "does not generate text");
     llmr_model_close(m);
+}
+
+TEST(a_node_says_there_is_no_nemotron_generation)
+{
+    /* An engine host (the node's) adds the sound model as not ready, and the reason
+     * says that Nemotron-H text generation does not exist yet, not only that no
+     * plugin fits; loading it (what a request does) is refused with that reason. */
+    const char *dir = single_snapshot(NULL, NULL);
+    llmr_engine_host_options o;
+    llmr_engine_host_options_default(&o);
+    o.monitor_no_thread = true;
+    llmr_problems p;
+    llmr_problems_init(&p);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_engine_host *h = NULL;
+    CHECK_EQ_INT(llmr_engine_host_create(&o, &h, &p, &err), LLMR_OK);
+    llmr_problems_free(&p);
+    if (!h)
+        return;
+    llmr_model_spec spec = {.name = "nemotron", .dir = dir};
+    CHECK_EQ_INT(llmr_engine_host_add_model(h, &spec, &err), LLMR_OK);
+    json_t *status = llmr_engine_host_status(h);
+    char *text = json_dumps(status, JSON_COMPACT);
+    CHECK_CONTAINS(text, "Nemotron-H weights load and validate, but llmr does not generate text with them yet");
+    free(text);
+    json_decref(status);
+    llmr_strbuf_reset(&err);
+    CHECK(llmr_engine_host_load(h, "nemotron", &err) != LLMR_OK);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "does not generate text");
+    llmr_strbuf_free(&err);
+    llmr_engine_host_free(h);
 }
 
 TEST(the_sharded_save_validates_too)
@@ -210,6 +242,7 @@ TEST(layer_patterns_must_agree_and_be_known)
 int main(void)
 {
     RUN(the_saved_model_validates_and_maps);
+    RUN(a_node_says_there_is_no_nemotron_generation);
     RUN(the_sharded_save_validates_too);
     RUN(a_missing_expert_is_named);
     RUN(a_misshaped_mamba_projection_is_named_with_the_expected_shape);

@@ -94,6 +94,11 @@ TEST(counts_the_file_cannot_hold_are_refused_up_front)
     CHECK_EQ_INT(parse_built(&b, 0, NULL), LLMR_LIMIT_EXCEEDED);
     gb_init(&b);
     gb_kv_string(&b, "general.architecture", "llama");
+    b.claim_tensors = (int64_t)LLMR_GGUF_MAX_TENSORS + 1; /* one over the tensor limit */
+    CHECK_EQ_INT(parse_built(&b, 0, NULL), LLMR_LIMIT_EXCEEDED);
+    CHECK_CONTAINS(why, "1048577 tensors");
+    gb_init(&b);
+    gb_kv_string(&b, "general.architecture", "llama");
     b.claim_tensors = 100000;
     CHECK_EQ_INT(parse_built(&b, 0, NULL), LLMR_MODEL_CORRUPT);
     CHECK_CONTAINS(why, "more than its");

@@ -137,6 +137,32 @@ TEST(limits_hold_for_rank_overflow_and_json)
     CHECK_EQ_INT(parse("{\"\xff\":1}", 0, why, sizeof why), LLMR_MODEL_CORRUPT);
 }
 
+TEST(the_tensor_and_name_limits_hold)
+{
+    /* One tensor more than the limit, and no __metadata__: refused by the streaming
+     * count, before any JSON tree is built. */
+    llmr_strbuf big = LLMR_STRBUF_INIT;
+    llmr_strbuf_putc(&big, '{');
+    for (unsigned i = 0; i <= LLMR_ST_MAX_TENSORS; i++)
+        llmr_strbuf_printf(&big, "%s\"t%u\":{}", i ? "," : "", i);
+    llmr_strbuf_putc(&big, '}');
+    CHECK(!llmr_strbuf_failed(&big));
+    CHECK_EQ_INT(parse(llmr_strbuf_cstr(&big), 0, why, sizeof why), LLMR_LIMIT_EXCEEDED);
+    CHECK_CONTAINS(why, "at least 1048577 tensors, more than the limit of 1048576");
+    llmr_strbuf_free(&big);
+    /* A name one byte over the limit. */
+    char name[LLMR_ST_MAX_NAME_BYTES + 2];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    char header[LLMR_ST_MAX_NAME_BYTES + 128];
+    snprintf(header, sizeof header, "{\"%s\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", name);
+    CHECK_EQ_INT(parse(header, 1, why, sizeof why), LLMR_LIMIT_EXCEEDED);
+    CHECK_CONTAINS(why, "name is longer than 1024 bytes");
+    name[sizeof name - 2] = '\0'; /* exactly the limit */
+    snprintf(header, sizeof header, "{\"%s\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", name);
+    CHECK_EQ_INT(parse(header, 1, why, sizeof why), LLMR_OK);
+}
+
 TEST(file_prefix_checks_come_before_any_allocation)
 {
     llmr_problems p;
@@ -250,6 +276,7 @@ int main(void)
     RUN(overlaps_and_gaps_are_refused);
     RUN(malformed_entries_are_each_reported);
     RUN(limits_hold_for_rank_overflow_and_json);
+    RUN(the_tensor_and_name_limits_hold);
     RUN(file_prefix_checks_come_before_any_allocation);
     RUN(files_are_opened_by_header_and_mapped);
     RUN(index_maps_tensors_to_sorted_shards);
