@@ -91,7 +91,7 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     llmr_status opened = llmr_local_engine_open(cfg, dir, options, (uint32_t)context, &e, &err);
     free(options);
     if (opened != LLMR_OK) {
-        llmr_cli_error("logits", "%s", llmr_strbuf_cstr(&err));
+        llmr_cli_error("logits", "%s: %s", llmr_status_name(opened), llmr_strbuf_cstr(&err));
         llmr_strbuf_free(&err);
         free(ids);
         return LLMR_EXIT_FAILED;

@@ -1,8 +1,8 @@
 /* The gpt-oss chat format ("harmony") for plain conversations: system, user and
  * assistant messages of text, rendered as gpt-oss's chat template renders them
- * (checked against its renders in tests).  `llmr run` uses it until llmr renders
- * chat templates itself; tools, reasoning channels and content parts are the
- * template's and are not handled here. */
+ * (checked against its renders in tests).  `llmr run` renders a model's own chat
+ * template and uses this only for a gpt-oss model that ships none; tools, reasoning
+ * channels and content parts are the template's and are not handled here. */
 #ifndef LLMR_MODELS_HARMONY_H
 #define LLMR_MODELS_HARMONY_H
 

@@ -16,7 +16,8 @@ struct llmr_node_prompt {
     char *name, *dir;
     llmr_tokenizer *tok;
     llmr_template *tpl;
-    json_t *special; /* {"bos_token": ..., "eos_token": ...} for the template */
+    json_t *special;    /* {"bos_token": ..., "eos_token": ...} for the template */
+    const char *origin; /* LLMR_CHAT_ORIGIN_*: a constant, not owned */
 };
 
 struct llmr_node_prompts {
@@ -144,6 +145,7 @@ static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_sta
         goto fail;
     }
     p->special = json_incref(f.special);
+    p->origin = f.origin;
     *status = LLMR_OK;
     goto done;
 fail:
@@ -179,6 +181,11 @@ const llmr_node_prompt *llmr_node_prompts_get(llmr_node_prompts *c, const char *
 const llmr_tokenizer *llmr_node_prompt_tokenizer(const llmr_node_prompt *p)
 {
     return p->tok;
+}
+
+const char *llmr_node_prompt_template_origin(const llmr_node_prompt *p)
+{
+    return p->origin;
 }
 
 bool llmr_node_prompt_render(const llmr_node_prompt *p, const json_t *messages, const json_t *tools,

@@ -27,6 +27,10 @@ const llmr_node_prompt *llmr_node_prompts_get(llmr_node_prompts *c, const char *
 
 const llmr_tokenizer *llmr_node_prompt_tokenizer(const llmr_node_prompt *p);
 
+/* Where the template came from: one of LLMR_CHAT_ORIGIN_* (template/chat_format.h);
+ * LLMR_CHAT_ORIGIN_DEFAULT when the model ships none. */
+const char *llmr_node_prompt_template_origin(const llmr_node_prompt *p);
+
 /* Renders chat messages (and tools, and chat_template_kwargs) with the model's
  * template and add_generation_prompt, into out.  false with err: the template's error
  * (a raise_exception message passes through). */

@@ -42,6 +42,52 @@ a=$(ids_of <<<"$out")
 expect 0 "seeded sampling again" -- "$LLMR" run "$model" --prompt-ids 5,17,300 --seed 9 --max-tokens 12 --json
 [[ $(ids_of <<<"$out") == "$a" ]] || fail "the same seed gave other tokens"
 expect 0 "a chat prompt" -- "$LLMR" run "$model" --prompt "Hello there" --max-tokens 8
+
+# --prompt is rendered with the model's chat template, as the node renders a chat:
+# the snapshot's template (synth's harmony stand-in, or gpt-oss's own) and the built-in
+# harmony format of a gpt-oss model without one give the same prompt; a template of the
+# model's own decides the prompt's tokens; a template's error is its own message; a
+# model that is not gpt-oss and has no template needs --raw or --prompt-ids.
+copy_model() { mkdir "$1" && ln -s "$model"/* "$1"/ && rm "$1/chat_template.jinja"; }
+prompt_shown() { grep -v '^llmr run: note' <<<"$err"; }
+prompt_tokens() { grep -o '"prompt_tokens":[0-9]*' <<<"$out" | cut -d: -f2; }
+count_tokens() { printf '%s' "$1" | "$LLMR" tokenize --tokenizer "$model" | wc -w; }
+quiet=(env LLMR_LOG_LEVEL=warn "$LLMR" run)
+expect 0 "a chat prompt, shown" -- "${quiet[@]}" "$model" --prompt hi --max-tokens 1 --json --show-prompt
+templated=$(prompt_shown); templated_n=$(prompt_tokens)
+[[ $templated == *'<|start|>user<|message|>hi<|end|><|start|>assistant' ]] ||
+  fail "the prompt ends with the user's turn and the assistant's header: $templated"
+[[ $templated_n -eq $(count_tokens "$templated") ]] || fail "prompt_tokens $templated_n is not the shown prompt's"
+expect 0 "a chat prompt with a system message" -- "${quiet[@]}" "$model" --prompt hi --system "Be brief." --max-tokens 1 --show-prompt
+has "$err" $'<|start|>developer<|message|># Instructions\n\nBe brief.' "--system becomes the developer's instructions"
+bare="$tmp/no-template"
+copy_model "$bare"
+expect 0 "a gpt-oss model without a chat template" -- "${quiet[@]}" "$bare" --prompt hi --max-tokens 1 --json --show-prompt
+has "$err" "no chat template; using llmr's built-in gpt-oss (harmony) format" "the fallback is noted"
+[[ $(prompt_shown) == "$templated" ]] || fail "the built-in harmony format differs from the template: $(prompt_shown)"
+[[ $(prompt_tokens) == "$templated_n" ]] || fail "the built-in format gave $(prompt_tokens) prompt tokens, not $templated_n"
+expect 0 "--raw" -- "${quiet[@]}" "$bare" --prompt hi --raw --max-tokens 1 --json --show-prompt
+[[ $err == hi && $(prompt_tokens) -eq $(count_tokens hi) ]] || fail "--raw tokenizes the text as it is: $err / $out"
+own="$tmp/own-template"
+copy_model "$own"
+printf '%s' '<|start|>user<|message|>zebra {{ messages[-1].content }}<|end|>{% if add_generation_prompt %}<|start|>assistant{% endif %}' >"$own/chat_template.jinja"
+expect 0 "a template of the model's own" -- "${quiet[@]}" "$own" --prompt hi --max-tokens 1 --json --show-prompt
+want='<|start|>user<|message|>zebra hi<|end|><|start|>assistant'
+[[ $err == "$want" ]] || fail "the model's own template was not used: $err"
+[[ $(prompt_tokens) -eq $(count_tokens "$want") && $(prompt_tokens) -lt $templated_n ]] ||
+  fail "the prompt tokens ($(prompt_tokens)) are not those of the model's own template's render"
+printf '%s' '{{ raise_exception("zebras only") }}' >"$own/chat_template.jinja"
+expect 1 "a template that raises" -- "${quiet[@]}" "$own" --prompt hi --max-tokens 1
+has "$err" "zebras only" "the template's own message"
+rm "$bare/config.json"
+python3 - "$model/config.json" "$bare/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["model_type"] = "llama"
+json.dump(c, open(sys.argv[2], "w"))
+PY
+expect 1 "no chat template, not gpt-oss" -- "${quiet[@]}" "$bare" --prompt hi --max-tokens 1
+has "$err" "no chat template" "the missing template is said"
+has "$err" "--raw" "--raw is suggested"
 expect 0 "logits" -- "$LLMR" logits "$model" --ids 5,17,300 --top 5
 [[ $(wc -l <<<"$out") -eq 5 ]] || fail "five top logits: $out"
 top=$(head -1 <<<"$out" | cut -d' ' -f1)
@@ -106,6 +152,7 @@ json.dump(c, open(sys.argv[1], "w"))
 PY
 expect 1 "a config the engine cannot run" -- "$LLMR" run "$bad" --prompt-ids 1 --max-tokens 1
 has "$err" "rope_scaling.rope_type" "the unsupported field is named"
+has "$err" "UNSUPPORTED" "a config the engine cannot run is UNSUPPORTED"
 cp "$model/config.json" "$bad/config.json"
 python3 - "$bad/config.json" <<'PY'
 import json, sys
@@ -114,6 +161,7 @@ json.dump(c, open(sys.argv[1], "w"))
 PY
 expect 1 "tensors of the wrong shape" -- "$LLMR" run "$bad" --prompt-ids 1 --max-tokens 1
 has "$err" "mlp.experts.gate_up_proj" "the misshapen tensor is named"
+has "$err" "MODEL_CORRUPT" "tensors of the wrong shape are MODEL_CORRUPT"
 sharded="$tmp/sharded"
 "$LLMR" model synth --preset gpt-oss-tiny --seed 3 --out "$sharded" --max-shard-bytes 20000000 \
   "${tok_from[@]}" >/dev/null 2>&1 || fail "synth in shards"
@@ -122,5 +170,6 @@ second=$(ls "$sharded" | grep -m1 'model-00002-of-')
 rm -f "$sharded/$second"
 expect 1 "a missing shard" -- "$LLMR" run "$sharded" --prompt-ids 1 --max-tokens 1
 has "$err" "$second" "the missing shard is named"
+has "$err" "MODEL_CORRUPT" "a missing shard is MODEL_CORRUPT"
 
 finish_checks gpt-oss
