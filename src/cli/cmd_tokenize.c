@@ -1,6 +1,7 @@
 /* `llmr tokenize` and `llmr detokenize`: text to ids and back with a tokenizer.json,
  * for operators and for checks against other implementations. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,7 +10,6 @@
 
 #include "cli/cli.h"
 #include "common/fs_util.h"
-#include "common/json_util.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,8 +25,8 @@ static void tokenize_help(FILE *out)
             "ids separated by spaces, or one JSON array with --json.\n\n"
             "  --no-special    special tokens in the text are plain text (default: recognised)\n"
             "  --add-special   add what the post-processor adds (BOS/EOS); default: nothing\n"
-            "  --jsonl         each input line is a JSON string (or an object with \"text\");\n"
-            "                  prints one JSON array of ids per line\n\n"
+            "  --jsonl         each input line is a JSON string, or an object whose \"text\"\n"
+            "                  is one; prints one JSON array of ids per line\n\n"
             "Invalid UTF-8 is an error that names the byte offset.\n");
 }
 
@@ -37,10 +37,10 @@ static void detokenize_help(FILE *out)
             "Decodes ids (a JSON array, or numbers separated by spaces, commas or newlines)\n"
             "and writes the text exactly, with nothing added.\n\n"
             "  --skip-special  leave special tokens out of the text\n"
-            "  --stream        decode one id at a time as a server streams (the result is the\n"
-            "                  same text)\n"
-            "  --jsonl         each input line is a JSON array of ids; prints one JSON string\n"
-            "                  per line\n");
+            "  --stream        decode one id at a time as a server streams (the same text, but\n"
+            "                  for byte-fallback runs that are not UTF-8: docs/tokenizer.md)\n"
+            "  --jsonl         each input line is a JSON array of ids (or ids separated by\n"
+            "                  spaces or commas); prints one JSON string per line\n");
 }
 
 /* All of standard input, or NULL after saying why (a read error, or too large). */
@@ -98,6 +98,28 @@ static void print_ids(const llmr_ids *ids, bool json)
     puts(json ? "]" : "");
 }
 
+/* The text of one --jsonl line: a JSON string, or an object whose "text" is one.
+ * NULL after saying why; otherwise *root holds it until json_decref. */
+static const json_t *jsonl_text(const char *line, size_t n, size_t line_no, json_t **root)
+{
+    json_error_t jerr;
+    /* JSON_DECODE_ANY: a bare string is a whole document here. */
+    *root = json_loadb(line, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    if (!*root) {
+        llmr_cli_error("tokenize", "line %zu, column %d: not valid JSON: %s", line_no, jerr.column,
+                       jerr.text);
+        return NULL;
+    }
+    const json_t *s = json_is_object(*root) ? json_object_get(*root, "text") : *root;
+    if (!json_is_string(s)) {
+        llmr_cli_error("tokenize", "line %zu: expected a JSON string or an object with a string \"text\"",
+                       line_no);
+        json_decref(*root);
+        *root = NULL;
+    }
+    return *root ? s : NULL;
+}
+
 static int tokenize_jsonl(const char *text, size_t len, const llmr_tokenizer *tok, unsigned flags)
 {
     size_t line_no = 0;
@@ -105,29 +127,23 @@ static int tokenize_jsonl(const char *text, size_t len, const llmr_tokenizer *to
     llmr_ids ids = LLMR_IDS_INIT;
     llmr_strbuf err = LLMR_STRBUF_INIT;
     int rc = LLMR_EXIT_OK;
-    while (p < end) {
+    while (p < end && rc == LLMR_EXIT_OK) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
         line_no++;
-        json_t *j = llmr_json_parse(p, n, &err);
-        const json_t *s = json_is_object(j) ? json_object_get(j, "text") : j;
-        if (!json_is_string(s)) {
-            llmr_cli_error("tokenize", "line %zu: not a JSON string or object with \"text\"%s%s",
-                           line_no, err.len ? ": " : "", llmr_strbuf_cstr(&err));
-            json_decref(j);
-            rc = LLMR_EXIT_FAILED;
-            break;
-        }
+        json_t *root;
+        const json_t *s = jsonl_text(p, n, line_no, &root);
         ids.count = 0;
-        if (llmr_tokenizer_encode(tok, json_string_value(s), json_string_length(s), flags, &ids, &err) !=
-            LLMR_OK) {
-            llmr_cli_error("tokenize", "line %zu: %s", line_no, llmr_strbuf_cstr(&err));
-            json_decref(j);
+        if (!s) {
             rc = LLMR_EXIT_FAILED;
-            break;
+        } else if (llmr_tokenizer_encode(tok, json_string_value(s), json_string_length(s), flags, &ids,
+                                         &err) != LLMR_OK) {
+            llmr_cli_error("tokenize", "line %zu: %s", line_no, llmr_strbuf_cstr(&err));
+            rc = LLMR_EXIT_FAILED;
+        } else {
+            print_ids(&ids, true);
         }
-        print_ids(&ids, true);
-        json_decref(j);
+        json_decref(root);
         p += n + (nl ? 1 : 0);
     }
     llmr_ids_free(&ids);

@@ -3,6 +3,13 @@
 
 #include <string.h>
 
+/* How many ids may wait behind the newest, while the text ends in U+FFFD, before the
+ * boundary in front of the newest is tested (emit_if_closed).  Valid text never
+ * waits that long: a character has at most 3 bytes before its last, one id each
+ * with ByteFallback.  So the test, exact for byte-level decoding but not for
+ * ByteFallback runs, only ever meets text that is not UTF-8. */
+#define HELD_BEFORE_TEST 3
+
 llmr_status llmr_detokenizer_init(llmr_detokenizer *d, const llmr_tokenizer *tok, unsigned flags,
                                   const uint32_t *context, size_t n_context)
 {
@@ -24,6 +31,7 @@ void llmr_detokenizer_free(llmr_detokenizer *d)
     llmr_ids_free(&d->ids);
     llmr_strbuf_free(&d->prefix_text);
     llmr_strbuf_free(&d->full_text);
+    llmr_strbuf_free(&d->scratch);
 }
 
 /* Decodes the window twice: up to read_offset, and to the end. */
@@ -40,17 +48,85 @@ static llmr_status decode_window(llmr_detokenizer *d, llmr_strbuf *err)
     return st;
 }
 
-static bool ends_incomplete(const llmr_strbuf *s)
+/* The decoders' lossy UTF-8 leaves U+FFFD where a character is cut off (and where
+ * bytes are not UTF-8 at all: the text alone cannot tell which). */
+static bool ends_in_replacement(const llmr_strbuf *s)
 {
-    /* The decoders' lossy UTF-8 leaves U+FFFD where a character is cut off. */
     return s->len >= 3 && memcmp(s->data + s->len - 3, "\xef\xbf\xbd", 3) == 0;
 }
 
-static void emit_new(llmr_detokenizer *d, llmr_strbuf *out)
+static bool is_continuation(char c)
 {
-    if (d->full_text.len > d->prefix_text.len)
-        llmr_strbuf_append(out, d->full_text.data + d->prefix_text.len,
-                           d->full_text.len - d->prefix_text.len);
+    return ((unsigned char)c & 0xc0) == 0x80;
+}
+
+/* The offset of the character after the one at i in text (at most len). */
+static size_t next_char(const char *text, size_t len, size_t i)
+{
+    if (i < len)
+        i++;
+    while (i < len && is_continuation(text[i]))
+        i++;
+    return i;
+}
+
+/* How much of text (a decode of the window) stands for prefix_text, which is out
+ * already: all of prefix_text when text begins with it.  Otherwise the decoders have
+ * changed text that went out: a ByteFallback run that turns out not to be UTF-8
+ * becomes one U+FFFD per byte (Hugging Face's rule) though its valid start was
+ * emitted.  Then, past the common start, as many characters of text count as
+ * covered as prefix_text has there, so what is emitted next is whole UTF-8. */
+static size_t covered_len(const llmr_strbuf *prefix, const char *text, size_t len)
+{
+    size_t c = 0;
+    while (c < prefix->len && c < len && prefix->data[c] == text[c])
+        c++;
+    if (c == prefix->len)
+        return c;
+    while (c > 0 && is_continuation(prefix->data[c]))
+        c--;
+    size_t covered = c;
+    for (size_t i = c; i < prefix->len; i++)
+        if (!is_continuation(prefix->data[i]))
+            covered = next_char(text, len, covered);
+    return covered;
+}
+
+/* Emits what text (the decode of the window up to id end) adds to what is out, and
+ * moves the window on: ids before end are done. */
+static void emit_upto(llmr_detokenizer *d, const char *text, size_t len, size_t end, llmr_strbuf *out)
+{
+    size_t from = covered_len(&d->prefix_text, text, len);
+    if (len > from)
+        llmr_strbuf_append(out, text + from, len - from);
+    d->prefix_offset = d->read_offset;
+    d->read_offset = end;
+}
+
+/* The window's text ends in U+FFFD and ids are piling up behind it: the bytes may
+ * simply not be UTF-8.  Decodes the window without the newest id, and the newest
+ * alone; when the two add up to the window's text, the boundary in front of the
+ * newest is closed (with byte-level decoding, a character still open there would
+ * have joined the newest id's bytes and changed the text), so the text before it
+ * is final: emit it.  This keeps the window short on a long run of invalid bytes. */
+static llmr_status emit_if_closed(llmr_detokenizer *d, llmr_strbuf *out, llmr_strbuf *err)
+{
+    size_t last = d->ids.count - 1;
+    llmr_strbuf_reset(&d->scratch);
+    llmr_status st = llmr_tokenizer_decode(d->tok, d->ids.data + d->prefix_offset,
+                                           last - d->prefix_offset, d->flags, &d->scratch, NULL, err);
+    size_t head = d->scratch.len;
+    if (st == LLMR_OK)
+        st = llmr_tokenizer_decode(d->tok, d->ids.data + last, 1, d->flags, &d->scratch, NULL, err);
+    if (st != LLMR_OK)
+        return st;
+    if (llmr_strbuf_failed(&d->scratch))
+        return LLMR_OOM_RAM;
+    bool closed = d->scratch.len > head && d->scratch.len == d->full_text.len &&
+                  memcmp(d->scratch.data, d->full_text.data, d->scratch.len) == 0;
+    if (closed && head > covered_len(&d->prefix_text, d->full_text.data, head))
+        emit_upto(d, d->full_text.data, head, last, out);
+    return LLMR_OK;
 }
 
 llmr_status llmr_detokenizer_push(llmr_detokenizer *d, uint32_t id, llmr_strbuf *out,
@@ -71,12 +147,16 @@ llmr_status llmr_detokenizer_push(llmr_detokenizer *d, uint32_t id, llmr_strbuf 
     /* Emit once the text has grown and is final.  The window only moves on past
      * tokens that produced text, so its first token (which some decoders treat
      * differently) is always one already emitted. */
-    if (d->full_text.len > d->prefix_text.len && !ends_incomplete(&d->full_text)) {
-        emit_new(d, out);
-        d->prefix_offset = d->read_offset;
-        d->read_offset = d->ids.count;
+    const llmr_strbuf *full = &d->full_text;
+    if (!ends_in_replacement(full)) {
+        if (full->len > covered_len(&d->prefix_text, full->data, full->len))
+            emit_upto(d, full->data, full->len, d->ids.count, out);
+    } else if (d->ids.count - 1 - d->read_offset >= HELD_BEFORE_TEST) {
+        st = emit_if_closed(d, out, err);
     }
-    return llmr_strbuf_failed(out) ? LLMR_OOM_RAM : LLMR_OK;
+    if (st == LLMR_OK && llmr_strbuf_failed(out))
+        st = LLMR_OOM_RAM;
+    return st;
 }
 
 llmr_status llmr_detokenizer_finish(llmr_detokenizer *d, llmr_strbuf *out, llmr_strbuf *err)
@@ -86,8 +166,6 @@ llmr_status llmr_detokenizer_finish(llmr_detokenizer *d, llmr_strbuf *out, llmr_
     llmr_status st = decode_window(d, err);
     if (st != LLMR_OK)
         return st;
-    emit_new(d, out);
-    d->prefix_offset = d->read_offset;
-    d->read_offset = d->ids.count;
+    emit_upto(d, d->full_text.data, d->full_text.len, d->ids.count, out);
     return llmr_strbuf_failed(out) ? LLMR_OOM_RAM : LLMR_OK;
 }

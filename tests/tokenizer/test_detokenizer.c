@@ -1,10 +1,12 @@
 /* Streaming detokenization: text comes out as soon as it is final, never a broken
  * UTF-8 character, and the pieces add up to the one-call decode. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "common/utf8.h"
+#include "fixture.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -152,6 +154,118 @@ TEST(random_byte_streams_match_the_one_call_decode)
     }
 }
 
+/* Streams ids one at a time: out gets the text, and *before_last how much of it
+ * came out before the last id; every piece must be whole UTF-8. */
+static void stream_ids(const llmr_tokenizer *t, const uint32_t *ids, size_t n, llmr_strbuf *out,
+                       size_t *before_last, size_t *max_window)
+{
+    llmr_detokenizer d;
+    llmr_strbuf piece = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
+    llmr_detokenizer_init(&d, t, 0, NULL, 0);
+    *max_window = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 == n)
+            *before_last = out->len;
+        llmr_strbuf_reset(&piece);
+        CHECK_EQ_INT(llmr_detokenizer_push(&d, ids[i], &piece, &err), LLMR_OK);
+        CHECK(llmr_utf8_valid(llmr_strbuf_cstr(&piece), piece.len, NULL));
+        llmr_strbuf_append(out, llmr_strbuf_cstr(&piece), piece.len);
+        if (d.ids.count - d.prefix_offset > *max_window)
+            *max_window = d.ids.count - d.prefix_offset;
+    }
+    CHECK_EQ_INT(llmr_detokenizer_finish(&d, out, &err), LLMR_OK);
+    llmr_detokenizer_free(&d);
+    llmr_strbuf_free(&piece);
+    llmr_strbuf_free(&err);
+}
+
+/* Bytes that can never become UTF-8 go out as U+FFFD as they come: the window
+ * stays short and nothing waits for the end. */
+TEST(a_long_invalid_run_streams_in_a_short_window)
+{
+    uint32_t ids[5003];
+    size_t n = 0;
+    ids[n++] = 'a';
+    for (int i = 0; i < 5000; i++)
+        ids[n++] = i % 7 == 3 ? 0xe5 : 0x80; /* stray continuations, lone leads */
+    ids[n++] = 0xf0; /* an unfinished character at the end */
+    ids[n++] = 0x9f;
+    llmr_strbuf whole = LLMR_STRBUF_INIT, streamed = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
+    llmr_tokenizer_decode(tok, ids, n, 0, &whole, NULL, &err);
+    size_t before_last = 0, window = 0;
+    stream_ids(tok, ids, n, &streamed, &before_last, &window);
+    CHECK_EQ_STR(llmr_strbuf_cstr(&streamed), llmr_strbuf_cstr(&whole));
+    CHECK(before_last >= whole.len - 3 * 16);
+    CHECK(window < 16);
+    llmr_strbuf_free(&whole);
+    llmr_strbuf_free(&streamed);
+    llmr_strbuf_free(&err);
+}
+
+/* Byte streams rich in broken and unfinished characters: every piece is whole
+ * UTF-8, the pieces add up to the one-call decode, the window stays short. */
+TEST(broken_byte_streams_match_the_one_call_decode)
+{
+    static const uint8_t alphabet[] = {'a', 0x80, 0x8f, 0xa0, 0xbf, 0xc3, 0xe0, 0xe5,
+                                       0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xc0, 0xbd};
+    unsigned seed = 777;
+    for (int round = 0; round < 300; round++) {
+        uint32_t ids[400];
+        size_t n = 1 + (size_t)(round * 37 % 400);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            ids[i] = alphabet[(seed >> 16) % sizeof alphabet];
+        }
+        llmr_strbuf whole = LLMR_STRBUF_INIT, streamed = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
+        llmr_tokenizer_decode(tok, ids, n, 0, &whole, NULL, &err);
+        size_t before_last = 0, window = 0;
+        stream_ids(tok, ids, n, &streamed, &before_last, &window);
+        CHECK_EQ_STR(llmr_strbuf_cstr(&streamed), llmr_strbuf_cstr(&whole));
+        CHECK(window < 16);
+        llmr_strbuf_free(&whole);
+        llmr_strbuf_free(&streamed);
+        llmr_strbuf_free(&err);
+    }
+}
+
+/* The real gpt-oss tokenizer (shared data directory), where id 222 is the byte 0x80
+ * alone: 20,000 of them and a letter stream progressively, in a short window, and
+ * add up to the one-call decode. */
+TEST(gpt_oss_invalid_run_streams)
+{
+    const char *shared = fx_shared_dir();
+    if (!shared) {
+        fprintf(stderr, "skipped: no LLMR_SHARED_DIR\n");
+        return;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/gpt-oss-20b/tokenizer.json", shared);
+    llmr_tokenizer *t = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_tokenizer_load_file(path, &t, &err), LLMR_OK);
+    if (!t) {
+        llmr_strbuf_free(&err);
+        return;
+    }
+    size_t n = 20001;
+    uint32_t *ids = malloc(n * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = i + 1 < n ? 222 : 64;
+    llmr_strbuf whole = LLMR_STRBUF_INIT, streamed = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_tokenizer_decode(t, ids, n, 0, &whole, NULL, &err), LLMR_OK);
+    CHECK_EQ_INT(whole.len, 3 * 20000 + 1);
+    size_t before_last = 0, window = 0;
+    stream_ids(t, ids, n, &streamed, &before_last, &window);
+    CHECK(streamed.len == whole.len && memcmp(streamed.data, whole.data, whole.len) == 0);
+    CHECK(before_last >= 3 * 19990);
+    CHECK(window < 16);
+    free(ids);
+    llmr_strbuf_free(&whole);
+    llmr_strbuf_free(&streamed);
+    llmr_strbuf_free(&err);
+    llmr_tokenizer_free(t);
+}
+
 int main(void)
 {
     tok = bytes_tokenizer();
@@ -162,6 +276,9 @@ int main(void)
     RUN(skipped_special_tokens_keep_the_window_short);
     RUN(context_ids_are_never_emitted);
     RUN(random_byte_streams_match_the_one_call_decode);
+    RUN(a_long_invalid_run_streams_in_a_short_window);
+    RUN(broken_byte_streams_match_the_one_call_decode);
+    RUN(gpt_oss_invalid_run_streams);
     llmr_tokenizer_free(tok);
     return llmr_test_finish();
 }

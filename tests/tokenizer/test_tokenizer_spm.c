@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "common/utf8.h"
 #include "fixture.h"
 #include "spm_tokenizer.h"
 #include "tokenizer/detokenizer.h"
@@ -163,6 +164,77 @@ TEST(trained_llama2_tokenizer_round_trips)
     llmr_tokenizer_free(t);
 }
 
+/* Streams ids one at a time: the pieces joined with '|', and false when a piece
+ * is not valid UTF-8. */
+static bool stream_pieces(const llmr_tokenizer *t, const uint32_t *ids, size_t n, llmr_strbuf *joined)
+{
+    llmr_detokenizer d;
+    llmr_strbuf piece = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
+    bool valid = true;
+    llmr_detokenizer_init(&d, t, LLMR_DECODE_SKIP_SPECIAL, NULL, 0);
+    for (size_t i = 0; i <= n; i++) {
+        llmr_strbuf_reset(&piece);
+        if (i < n)
+            llmr_detokenizer_push(&d, ids[i], &piece, &err);
+        else
+            llmr_detokenizer_finish(&d, &piece, &err);
+        valid = valid && llmr_utf8_valid(llmr_strbuf_cstr(&piece), piece.len, NULL);
+        llmr_strbuf_printf(joined, i ? "|%s" : "%s", llmr_strbuf_cstr(&piece));
+    }
+    llmr_detokenizer_free(&d);
+    llmr_strbuf_free(&piece);
+    llmr_strbuf_free(&err);
+    return valid;
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+/* Hugging Face's ByteFallback turns a whole run of byte tokens that is not UTF-8
+ * into one U+FFFD per byte.  A valid run streams as each character completes; an
+ * invalid one may already have shown its valid start, so only there the stream
+ * differs from the one-call decode; every piece is still valid UTF-8. */
+TEST(byte_fallback_runs_stream)
+{
+    llmr_tokenizer *t = load_json(tiny_json(false));
+    if (!t)
+        return;
+    llmr_strbuf s = LLMR_STRBUF_INIT;
+    uint32_t valid[] = {232, 146, 174, 232, 146, 174, 260}; /* E5 8F AB twice: 叫叫, h */
+    CHECK(stream_pieces(t, valid, 7, &s));
+    CHECK_EQ_STR(llmr_strbuf_cstr(&s), "||\xe5\x8f\xab|||\xe5\x8f\xab|h|");
+    CHECK_EQ_STR(dec(t, valid, 7), "\xe5\x8f\xab\xe5\x8f\xab" "h");
+    /* 叫 then a stray 0x80: the whole run is 4 bytes of U+FFFD. */
+    uint32_t stray[] = {232, 146, 174, 131, 260};
+    CHECK_EQ_STR(dec(t, stray, 5), FFFD FFFD FFFD FFFD "h");
+    llmr_strbuf_reset(&s);
+    CHECK(stream_pieces(t, stray, 5, &s));
+    CHECK_EQ_STR(llmr_strbuf_cstr(&s), "||\xe5\x8f\xab||" FFFD FFFD FFFD "h|");
+    /* é (2 bytes) then 0x80: still whole characters. */
+    uint32_t e_acute[] = {198, 172, 131, 260};
+    CHECK_EQ_STR(dec(t, e_acute, 4), FFFD FFFD FFFD "h");
+    llmr_strbuf_reset(&s);
+    CHECK(stream_pieces(t, e_acute, 4, &s));
+    CHECK_EQ_STR(llmr_strbuf_cstr(&s), "|\xc3\xa9||" FFFD FFFD "h|");
+    /* A long invalid run goes out as it comes, not all at the end. */
+    uint32_t run[1000];
+    for (size_t i = 0; i < 1000; i++)
+        run[i] = 131;
+    llmr_detokenizer d;
+    llmr_strbuf out = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
+    llmr_detokenizer_init(&d, t, 0, NULL, 0);
+    for (size_t i = 0; i < 1000; i++)
+        llmr_detokenizer_push(&d, run[i], &out, &err);
+    CHECK(out.len >= 3 * 990);
+    CHECK(d.ids.count - d.prefix_offset < 16);
+    llmr_detokenizer_finish(&d, &out, &err);
+    CHECK_EQ_STR(llmr_strbuf_cstr(&out), dec(t, run, 1000));
+    llmr_detokenizer_free(&d);
+    llmr_strbuf_free(&out);
+    llmr_strbuf_free(&err);
+    llmr_strbuf_free(&s);
+    llmr_tokenizer_free(t);
+}
+
 TEST(trained_tokenizers_are_written_for_the_device_check)
 {
     const char *dir = getenv("LLMR_WRITE_TOKENIZERS");
@@ -186,6 +258,7 @@ int main(void)
     RUN(llama2_layout_exact_ids);
     RUN(metaspace_layout_exact_ids);
     RUN(trained_llama2_tokenizer_round_trips);
+    RUN(byte_fallback_runs_stream);
     RUN(trained_tokenizers_are_written_for_the_device_check);
     return llmr_test_finish();
 }
