@@ -63,7 +63,7 @@ static void read_eos(gpt_config *c, const char *dir, const json_t *checked)
         const json_t *v;
         json_array_foreach(ids, i, v)
         {
-            if (json_is_integer(v) && c->n_eos < GPT_MAX_EOS)
+            if (json_is_integer(v) && c->n_eos < GPT_MAX_EOS - 2) /* room for the turn ends */
                 c->eos[c->n_eos++] = (int32_t)json_integer_value(v);
         }
     }

@@ -12,7 +12,8 @@
 #include "cpu_kernels.h"
 #include "llmr/engine.h"
 
-#define GPT_MAX_EOS 8
+/* generation_config.json's first 8 EOS ids, and room for <|return|> and <|call|> */
+#define GPT_MAX_EOS 10
 
 typedef struct gpt_config {
     uint32_t hidden, layers, heads, kv_heads, head_dim, vocab;
