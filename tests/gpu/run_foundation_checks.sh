@@ -11,6 +11,7 @@
 #              and tokenizers on one thread
 #   watchdog   a plugin that takes GPU memory and hangs is killed; the memory comes back
 #   ipc        the worker hop's cost per token (`llmr bench ipc`)
+#   synth      the time to write the full-size gpt-oss-20b snapshot with random weights
 #   cpuref     the gpt-oss CPU path against transformers in fp32 (tiny and 20b-2l,
 #              300 positions, greedy 64 tokens)
 #
@@ -21,7 +22,7 @@ set -uo pipefail
 bundle=$(cd "${1:?usage: run_foundation_checks.sh BUNDLE OUT [STEP...]}" && pwd)
 out=${2:?usage: run_foundation_checks.sh BUNDLE OUT [STEP...]}
 shift 2
-steps=${*:-probe nemotron inspect tokenizer watchdog ipc cpuref}
+steps=${*:-probe nemotron inspect tokenizer watchdog ipc synth cpuref}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 models=${MODELS:-/tmp/llmr-models}
@@ -83,6 +84,13 @@ for step in $steps; do
     ipc)
       run ipc "$llmr" bench ipc --plugin-dirs "$bundle/plugins/engines"
       note "bench ipc: $status; $(grep -m1 "cost of the hop" "$out/ipc.log")"
+      ;;
+    synth)
+      rm -rf "$work/g20"
+      run synth-20b "$llmr" model synth --preset gpt-oss-20b --seed 3 --out "$work/g20" \
+        --tokenizer-from "$data/gpt-oss"
+      note "synth gpt-oss-20b (random weights): $status; $(du -sb --apparent-size "$work/g20" | awk '{printf "%.1f GB", $1/1e9}')"
+      rm -rf "$work/g20"
       ;;
     cpuref)
       for m in gpt-oss-tiny:tiny:1 gpt-oss-20b-2l:l2:2; do
