@@ -3,12 +3,15 @@
 
 #include <string.h>
 
-/* How many ids may wait behind the newest, while the text ends in U+FFFD, before the
- * boundary in front of the newest is tested (emit_if_closed).  Valid text never
- * waits that long: a character has at most 3 bytes before its last, one id each
- * with ByteFallback.  So the test, exact for byte-level decoding but not for
- * ByteFallback runs, only ever meets text that is not UTF-8. */
-#define HELD_BEFORE_TEST 3
+/* How many ids may wait, while the text ends in U+FFFD, before the boundary in front
+ * of the newest is tested (emit_if_closed).  Valid text never waits that long: a
+ * character has at most 3 bytes before its last (one id each with ByteFallback), and
+ * ids that add no text (a skipped BOS, a stripped leading space) add a few more.
+ * The trailing U+FFFD cannot be counted instead: ByteFallback turns a whole run of
+ * byte tokens into U+FFFD while its last character is incomplete.  So the test, exact
+ * for byte-level decoding but not for ByteFallback runs, only meets text that is not
+ * UTF-8. */
+#define HELD_BEFORE_TEST 8
 
 llmr_status llmr_detokenizer_init(llmr_detokenizer *d, const llmr_tokenizer *tok, unsigned flags,
                                   const uint32_t *context, size_t n_context)
@@ -151,7 +154,7 @@ llmr_status llmr_detokenizer_push(llmr_detokenizer *d, uint32_t id, llmr_strbuf 
     if (!ends_in_replacement(full)) {
         if (full->len > covered_len(&d->prefix_text, full->data, full->len))
             emit_upto(d, full->data, full->len, d->ids.count, out);
-    } else if (d->ids.count - 1 - d->read_offset >= HELD_BEFORE_TEST) {
+    } else if (d->ids.count - d->read_offset > HELD_BEFORE_TEST) {
         st = emit_if_closed(d, out, err);
     }
     if (st == LLMR_OK && llmr_strbuf_failed(out))

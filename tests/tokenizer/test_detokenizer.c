@@ -196,7 +196,7 @@ TEST(a_long_invalid_run_streams_in_a_short_window)
     stream_ids(tok, ids, n, &streamed, &before_last, &window);
     CHECK_EQ_STR(llmr_strbuf_cstr(&streamed), llmr_strbuf_cstr(&whole));
     CHECK(before_last >= whole.len - 3 * 16);
-    CHECK(window < 16);
+    CHECK(window < 24); /* held ids (at most 9) and the previous emission's */
     llmr_strbuf_free(&whole);
     llmr_strbuf_free(&streamed);
     llmr_strbuf_free(&err);
@@ -221,7 +221,7 @@ TEST(broken_byte_streams_match_the_one_call_decode)
         size_t before_last = 0, window = 0;
         stream_ids(tok, ids, n, &streamed, &before_last, &window);
         CHECK_EQ_STR(llmr_strbuf_cstr(&streamed), llmr_strbuf_cstr(&whole));
-        CHECK(window < 16);
+        CHECK(window < 24); /* held ids (at most 9) and the previous emission's */
         llmr_strbuf_free(&whole);
         llmr_strbuf_free(&streamed);
         llmr_strbuf_free(&err);
@@ -258,7 +258,7 @@ TEST(gpt_oss_invalid_run_streams)
     stream_ids(t, ids, n, &streamed, &before_last, &window);
     CHECK(streamed.len == whole.len && memcmp(streamed.data, whole.data, whole.len) == 0);
     CHECK(before_last >= 3 * 19990);
-    CHECK(window < 16);
+    CHECK(window < 24); /* held ids (at most 9) and the previous emission's */
     free(ids);
     llmr_strbuf_free(&whole);
     llmr_strbuf_free(&streamed);
