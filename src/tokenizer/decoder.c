@@ -186,6 +186,18 @@ llmr_status llmr_decoder_build(const json_t *spec, llmr_decoder **out, llmr_strb
     return LLMR_OK;
 }
 
+bool llmr_decoder_has_byte_fallback(const llmr_decoder *d)
+{
+    if (!d)
+        return false;
+    if (d->kind == BYTE_FALLBACK)
+        return true;
+    for (size_t i = 0; d->kind == SEQUENCE && i < d->n_steps; i++)
+        if (llmr_decoder_has_byte_fallback(d->steps[i]))
+            return true;
+    return false;
+}
+
 static void byte_level(const llmr_token_list *in, llmr_token_list *out)
 {
     llmr_strbuf bytes = LLMR_STRBUF_INIT;

@@ -28,6 +28,9 @@ void llmr_token_list_add(llmr_token_list *l, const char *s, size_t len);
 
 llmr_status llmr_decoder_build(const json_t *spec, llmr_decoder **out, llmr_strbuf *err);
 void llmr_decoder_free(llmr_decoder *d);
+/* Whether a ByteFallback step is in the chain (d may be NULL: no decoder).  Such a
+ * step turns a whole run of byte tokens into U+FFFD while its end is not UTF-8. */
+bool llmr_decoder_has_byte_fallback(const llmr_decoder *d);
 
 /* Decodes the tokens into text appended to out (d may be NULL: join with spaces). */
 bool llmr_decoder_run(const llmr_decoder *d, llmr_token_list *tokens, llmr_strbuf *out,

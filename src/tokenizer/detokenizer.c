@@ -4,13 +4,14 @@
 #include <string.h>
 
 /* How many ids may wait, while the text ends in U+FFFD, before the boundary in front
- * of the newest is tested (emit_if_closed).  Valid text never waits that long: a
- * character has at most 3 bytes before its last (one id each with ByteFallback), and
- * ids that add no text (a skipped BOS, a stripped leading space) add a few more.
- * The trailing U+FFFD cannot be counted instead: ByteFallback turns a whole run of
- * byte tokens into U+FFFD while its last character is incomplete.  So the test, exact
- * for byte-level decoding but not for ByteFallback runs, only meets text that is not
- * UTF-8. */
+ * of the newest is tested (emit_if_closed), with byte-level decoding.  Valid text
+ * rarely waits that long: a character has at most 3 bytes before its last, and ids
+ * that add no text (a skipped BOS) add a few more; text that holds U+FFFD itself can,
+ * and the test is exact there too.  It is not with ByteFallback, which shows a whole
+ * run of byte tokens as U+FFFD while its end is incomplete, so that the two decodes
+ * may agree at a boundary that is still open (a run of U+FFFD characters spelled in
+ * bytes): ByteFallback streams hold back while the text ends in U+FFFD, as long as
+ * that lasts. */
 #define HELD_BEFORE_TEST 8
 
 llmr_status llmr_detokenizer_init(llmr_detokenizer *d, const llmr_tokenizer *tok, unsigned flags,
@@ -19,6 +20,7 @@ llmr_status llmr_detokenizer_init(llmr_detokenizer *d, const llmr_tokenizer *tok
     memset(d, 0, sizeof *d);
     d->tok = tok;
     d->flags = flags;
+    d->byte_fallback = llmr_tokenizer_decodes_byte_fallback(tok);
     if (n_context) {
         if (!llmr_ids_reserve(&d->ids, n_context))
             return LLMR_OOM_RAM;
@@ -154,7 +156,7 @@ llmr_status llmr_detokenizer_push(llmr_detokenizer *d, uint32_t id, llmr_strbuf 
     if (!ends_in_replacement(full)) {
         if (full->len > covered_len(&d->prefix_text, full->data, full->len))
             emit_upto(d, full->data, full->len, d->ids.count, out);
-    } else if (d->ids.count - d->read_offset > HELD_BEFORE_TEST) {
+    } else if (!d->byte_fallback && d->ids.count - d->read_offset > HELD_BEFORE_TEST) {
         st = emit_if_closed(d, out, err);
     }
     if (st == LLMR_OK && llmr_strbuf_failed(out))

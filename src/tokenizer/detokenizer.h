@@ -31,6 +31,7 @@ typedef struct llmr_detokenizer {
     size_t read_offset;   /* text of ids before this has been emitted */
     llmr_strbuf prefix_text, full_text;
     llmr_strbuf scratch;  /* emit_if_closed's decodes */
+    bool byte_fallback;   /* the tokenizer decodes through ByteFallback */
 } llmr_detokenizer;
 
 /* Starts a stream.  context: ids that come before the stream (the end of the

@@ -910,6 +910,11 @@ llmr_status llmr_tokenizer_decode(const llmr_tokenizer *t, const uint32_t *ids, 
     return st;
 }
 
+bool llmr_tokenizer_decodes_byte_fallback(const llmr_tokenizer *t)
+{
+    return llmr_decoder_has_byte_fallback(t->decoder);
+}
+
 uint32_t llmr_tokenizer_vocab_size(const llmr_tokenizer *t)
 {
     uint32_t n = t->n_ids;

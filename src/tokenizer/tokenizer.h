@@ -67,5 +67,8 @@ int64_t llmr_tokenizer_token_to_id(const llmr_tokenizer *tok, const char *token,
 /* The token string of an id, or NULL (then *len is 0). */
 const char *llmr_tokenizer_id_to_token(const llmr_tokenizer *tok, uint32_t id, size_t *len);
 bool llmr_tokenizer_is_special(const llmr_tokenizer *tok, uint32_t id);
+/* Whether decoding goes through a ByteFallback step (decoder.h), which shows a whole
+ * run of byte tokens as U+FFFD while the run's end is not UTF-8. */
+bool llmr_tokenizer_decodes_byte_fallback(const llmr_tokenizer *tok);
 
 #endif
