@@ -153,7 +153,10 @@ llmr_regex *llmr_regex_compile(const char *pattern, size_t len, bool literal, ll
     }
     int code;
     PCRE2_SIZE offset;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)text, n, PCRE2_UTF | PCRE2_UCP, &code, &offset, NULL);
+    /* \C would match one byte of a UTF-8 character and split it: refused (Oniguruma,
+     * which Hugging Face tokenizers uses, has no such escape either). */
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)text, n, PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C,
+                                   &code, &offset, NULL);
     free(text);
     if (!re) {
         PCRE2_UCHAR msg[256];

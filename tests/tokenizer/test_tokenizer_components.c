@@ -584,6 +584,18 @@ TEST(split_regex_inverted_with_every_behavior)
     }
 }
 
+TEST(split_regex_with_backslash_c_is_refused)
+{
+    /* \C matches one byte of a UTF-8 character; it would split characters (the
+     * fuzzer's find: a piece ran past the text's end). */
+    llmr_status st;
+    const char *why = load_error("{'pre_tokenizer':{'type':'Split','pattern':{'Regex':'a|(\\\\C)'},"
+                                 "'behavior':'Isolated','invert':false},"
+                                 "'model':{'type':'BPE','vocab':{'a':0},'merges':[]}}", &st);
+    CHECK(st != LLMR_OK);
+    CHECK_CONTAINS(why, "\\C");
+}
+
 TEST(split_string_pattern_is_literal)
 {
     /* split.rs, regex_string: splitting on " " is splitting on \s+ here */
@@ -1444,6 +1456,7 @@ int main(void)
     RUN(bpe_large_byte_level_vocabulary_finds_every_token);
     /* 2. pre-tokenizers */
     RUN(split_regex_inverted_with_every_behavior);
+    RUN(split_regex_with_backslash_c_is_refused);
     RUN(split_string_pattern_is_literal);
     RUN(metaspace_replaces_spaces_and_splits_before_them);
     RUN(metaspace_prepend_scheme_never_and_first);
