@@ -130,7 +130,19 @@ static const char *slot_key(const llmr_token_map *m, const struct token_slot *s)
 
 bool llmr_token_map_reserve(llmr_token_map *m, size_t expected)
 {
-    while (m->cap < table_size(expected))
+    size_t cap = table_size(expected);
+    if (m->cap >= cap)
+        return true;
+    if (m->count == 0) { /* nothing to move: one new table */
+        struct token_slot *slots = table_alloc(cap, sizeof *slots);
+        if (!slots)
+            return false;
+        table_free(m->slots, m->cap, sizeof *m->slots);
+        m->slots = slots;
+        m->cap = cap;
+        return true;
+    }
+    while (m->cap < cap)
         if (!grow_tokens(m))
             return false;
     return true;
