@@ -6,8 +6,11 @@
 #   make run        build and start `llmr serve`
 #   make gpu-bundle collect what a GPU machine needs to run the GPU tests into dist/gpu
 #   make gpu-bundle-llama  the smaller set for the llama.cpp comparison, into dist/llama
-#   make deps       install missing build packages (idempotent)
-#   LLMR_LLAMA_CPP=OFF make ...  build without llama.cpp (no GGUF engine); see docs/llama-cpp.md
+#   make deps       install the missing Debian packages of the tests (make deps-run: of
+#                   running only); idempotent
+#   LLMR_LLAMA_CPP=source make ...  build llama.cpp from its pinned source instead of
+#                   taking its prebuilt libraries; =OFF: no llama.cpp (no GGUF engine);
+#                   see docs/llama-cpp.md
 #   LLMR_DASHBOARD=OFF make ...  build without the web dashboard; see docs/dashboard.md
 #   make clean      remove build directories
 
@@ -18,14 +21,18 @@ BUILD_TYPE   ?= RelWithDebInfo
 NVCC         := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CUDA_FLAGS   := $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: all build deps llama-cpp dashboard test asan fuzz run gpu-bundle gpu-bundle-llama clean
+.PHONY: all build deps deps-run llama-cpp dashboard test asan fuzz run gpu-bundle gpu-bundle-llama clean
 
 all: build
 
-deps:
-	@scripts/deps.sh
+# `make`, `make run`: only what running needs; the test targets add theirs first.
+deps-run:
+	@scripts/deps.sh run
 
-build: deps llama-cpp dashboard
+deps:
+	@scripts/deps.sh test
+
+build: deps-run llama-cpp dashboard
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) > $(BUILD).configure.log 2>&1 \
 	  || { cat $(BUILD).configure.log; exit 1; }
 	@grep '^-- llmr:' $(BUILD).configure.log || true
@@ -34,18 +41,19 @@ build: deps llama-cpp dashboard
 
 # The dashboard's web app, built from pinned npm packages into $(BUILD)/dashboard, which
 # the build embeds in llmr (scripts/build-dashboard.sh).
-dashboard: deps
+dashboard: deps-run
 	@$(if $(filter OFF,$(LLMR_DASHBOARD)),echo "dashboard: not built (LLMR_DASHBOARD=OFF)",scripts/build-dashboard.sh $(BUILD))
 
-# llama.cpp, pinned, built once per machine into a cache (scripts/build-llama-cpp.sh).
-llama-cpp: deps
-	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),echo "llama.cpp: not built (LLMR_LLAMA_CPP=OFF)",scripts/build-llama-cpp.sh $(BUILD))
+# llama.cpp, pinned: its prebuilt libraries (or, with LLMR_LLAMA_CPP=source, a build
+# from source), once per machine into a cache (scripts/llama-cpp.sh).
+llama-cpp: deps-run
+	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),echo "llama.cpp: left out (LLMR_LLAMA_CPP=OFF)",scripts/llama-cpp.sh $(BUILD))
 
-test: build
+test: deps build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan: deps
-	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),true,LLMR_LLAMA_CUDA=OFF scripts/build-llama-cpp.sh build-asan)
+	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),true,LLMR_LLAMA_CUDA=OFF scripts/llama-cpp.sh build-asan)
 	@$(if $(filter OFF,$(LLMR_DASHBOARD)),true,scripts/build-dashboard.sh build-asan)
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF > build-asan.configure.log 2>&1 \
 	  || { cat build-asan.configure.log; exit 1; }

@@ -15,13 +15,6 @@
 #define LLMR_LC_CUDA 0
 #endif
 
-static pthread_once_t backend_once = PTHREAD_ONCE_INIT;
-
-static void backend_init(void)
-{
-    llama_backend_init();
-}
-
 static void describe(llmr_engine_info *out)
 {
     out->name = LLMR_LC_CUDA ? "llama.cpp-cuda" : "llama.cpp-cpu";
@@ -92,9 +85,19 @@ static void need_of(const llmr_engine_model_desc *desc, const lc_gguf_shape *s,
     out->ram_bytes = gpu ? (64u << 20) : desc->total_bytes + contexts;
 }
 
+/* Whether the load asks for a GPU (the host gives one, the options do not say "cpu": 1)
+ * in the plugin whose llama.cpp has a GPU backend. */
+static bool wants_gpu(const llmr_engine_load_params *p)
+{
+    return LLMR_LC_CUDA && p->gpu_index >= 0 && llmr_engine_option_u64(p->options_json, "cpu", 0) == 0;
+}
+
 static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
                             llmr_engine_memory *out)
 {
+    llmr_status ready = lc_backends_ready(wants_gpu(p));
+    if (ready != LLMR_OK)
+        return ready;
     char *path = model_path(desc);
     if (!path)
         return LLMR_UNSUPPORTED;
@@ -171,7 +174,9 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
                         llmr_engine_model **out)
 {
     *out = NULL;
-    pthread_once(&backend_once, backend_init);
+    llmr_status ready = lc_backends_ready(wants_gpu(p));
+    if (ready != LLMR_OK)
+        return ready;
     char *path = model_path(desc);
     if (!path)
         return LLMR_UNSUPPORTED;
