@@ -27,30 +27,30 @@ all: build
 
 # `make`, `make run`: only what running needs; the test targets add theirs first.
 deps-run:
-	@scripts/deps.sh run
+	@scripts/timed.sh deps-run scripts/deps.sh run
 
 deps:
-	@scripts/deps.sh test
+	@scripts/timed.sh deps-test scripts/deps.sh test
 
 build: deps-run llama-cpp dashboard
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) > $(BUILD).configure.log 2>&1 \
+	@scripts/timed.sh configure cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CUDA_FLAGS) > $(BUILD).configure.log 2>&1 \
 	  || { cat $(BUILD).configure.log; exit 1; }
-	@grep '^-- llmr:' $(BUILD).configure.log || true
-	@cmake --build $(BUILD) -j $(JOBS)
-	@scripts/fetch-gpt-oss-tokenizer.sh $(BUILD)/data/gpt-oss || true
+	@grep '^-- llmr:\|^phase' $(BUILD).configure.log || true
+	@scripts/timed.sh compile cmake --build $(BUILD) -j $(JOBS)
+	@scripts/timed.sh tokenizer scripts/fetch-gpt-oss-tokenizer.sh $(BUILD)/data/gpt-oss || true
 
 # The dashboard's web app, built from pinned npm packages into $(BUILD)/dashboard, which
 # the build embeds in llmr (scripts/build-dashboard.sh).
 dashboard: deps-run
-	@$(if $(filter OFF,$(LLMR_DASHBOARD)),echo "dashboard: not built (LLMR_DASHBOARD=OFF)",scripts/build-dashboard.sh $(BUILD))
+	@$(if $(filter OFF,$(LLMR_DASHBOARD)),echo "dashboard: not built (LLMR_DASHBOARD=OFF)",scripts/timed.sh dashboard scripts/build-dashboard.sh $(BUILD))
 
 # llama.cpp, pinned: its prebuilt libraries (or, with LLMR_LLAMA_CPP=source, a build
 # from source), once per machine into a cache (scripts/llama-cpp.sh).
 llama-cpp: deps-run
-	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),echo "llama.cpp: left out (LLMR_LLAMA_CPP=OFF)",scripts/llama-cpp.sh $(BUILD))
+	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),echo "llama.cpp: left out (LLMR_LLAMA_CPP=OFF)",scripts/timed.sh llama.cpp scripts/llama-cpp.sh $(BUILD))
 
 test: deps build
-	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@scripts/timed.sh tests ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 asan: deps
 	@$(if $(filter OFF,$(LLMR_LLAMA_CPP)),true,LLMR_LLAMA_CUDA=OFF scripts/llama-cpp.sh build-asan)
