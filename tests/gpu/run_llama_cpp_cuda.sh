@@ -8,10 +8,16 @@
 # GGUF (llama.cpp) and on the safetensors (llmr's gpt-oss engine), same model, same
 # machine, same call.  Logs go to OUT; a summary table comes last.
 #
+# With SOURCE_PLUGINS=DIR (a plugin directory from tests/gpu/build_llama_cpp_source.sh),
+# the GGUF is also run and benchmarked on llama.cpp built from source, in the same run,
+# beside the prebuilt libraries of the bundle.  The first loads on the prebuilt
+# libraries are timed: on a GPU with no machine code of its own in them (Hopper) the
+# driver compiles their PTX then, and caches it.
+#
 # Usage: tests/gpu/run_llama_cpp_cuda.sh BUNDLE OUT
 #   BUNDLE: what scripts/gpu-bundle-llama.sh assembled (dist/llama).
 #   Environment: MODELS (default /tmp/llmr-models); BENCH_ARGS adds arguments to
-#   both `llmr bench engine` runs (default "--runs 3").
+#   every `llmr bench engine` run (default "--runs 3"); SOURCE_PLUGINS (above).
 set -uo pipefail
 bundle=$(cd "${1:?usage: run_llama_cpp_cuda.sh BUNDLE OUT}" && pwd)
 out=${2:?usage: run_llama_cpp_cuda.sh BUNDLE OUT}
@@ -84,8 +90,27 @@ PY
   note "logits llama.cpp$([[ $opts == '{}' ]] || echo " $opts") vs llmr, $name, 64 positions: rc $rc1: $(tail -1 "$out/logits-compare-$tag.log")"
 }
 
+# first_loads NAME: short greedy runs of the GGUF, each a process of its own, timed: the
+# first compiles the PTX and fills the driver's cache, the second should find it there;
+# if it does not (a cache too small for it), two more with a 4 GiB cache.
+first_loads() {
+  local i t0 secs=0
+  for i in 1 2 3 4; do
+    if ((i == 3)); then
+      awk -v s="$secs" 'BEGIN { exit !(s > 20) }' || break
+      export CUDA_CACHE_MAXSIZE=4294967296
+    fi
+    t0=$(date +%s.%N)
+    "$llmr" run "$models/$1-gguf" --prompt-ids 1000,1037 --max-tokens 4 --temperature 0 --json \
+      >"$out/first-load-$i.log" 2>&1
+    local rc=$?
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    note "run $i of the $1 GGUF on llama-cpp-cuda (load included${CUDA_CACHE_MAXSIZE:+, CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE}): rc $rc, $secs s"
+  done
+}
+
 ids=$(seq 1000 37 9000 | head -64 | paste -sd,)
-synth gpt-oss-20b-2l 2l 2 && convert 2l && compare 2l && compare 2l '{"cpu":1}'
+synth gpt-oss-20b-2l 2l 2 && convert 2l && first_loads 2l && compare 2l && compare 2l '{"cpu":1}'
 synth gpt-oss-20b 20b 3 && convert 20b
 "$llmr" inspect "$models/20b-gguf" >"$out/inspect-gguf.json" 2>&1
 note "inspect GGUF: $(grep -E '"runtime"|"architecture"' "$out/inspect-gguf.json" | sort -u | tr -d ' \n')"
@@ -104,6 +129,32 @@ grep -v "setting token\|WARN\|INFO\|DEBUG" "$out/bench-llama-cpp.log" | tail -20
   >"$out/bench-llmr.log" 2>&1
 note "llmr gpt-oss (bench engine on the safetensors): rc $?"
 grep -v "WARN\|INFO\|DEBUG" "$out/bench-llmr.log" | tail -20
+
+if [[ -n ${SOURCE_PLUGINS:-} ]]; then
+  prebuilt_dirs=$LLMR_PLUGIN_DIRS
+  export LLMR_PLUGIN_DIRS=$SOURCE_PLUGINS
+  "$llmr" logits "$models/2l-gguf" --ids "$ids" --all "$out/logits-source-2l.f32" >/dev/null 2>"$out/logits-source-2l.err"
+  python3 - "$out/logits-source-2l.f32" "$out/logits-llama-cpp-2l.f32" 64 >"$out/logits-source-vs-prebuilt.log" 2>&1 <<'PY'
+import sys
+import numpy as np
+a = np.fromfile(sys.argv[1], dtype=np.float32).reshape(int(sys.argv[3]), -1).astype(np.float64)
+b = np.fromfile(sys.argv[2], dtype=np.float32).reshape(int(sys.argv[3]), -1).astype(np.float64)
+rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+print(f"relative L2 median {np.median(rel):.2e}, max {rel.max():.2e}; top-1 agreement {100*(a.argmax(1) == b.argmax(1)).mean():.1f}%")
+PY
+  note "logits, 2l GGUF, llama.cpp built from source vs prebuilt: $(tail -1 "$out/logits-source-vs-prebuilt.log")"
+  # shellcheck disable=SC2086
+  "$llmr" bench engine "$models/20b-gguf" --json "$out/bench-llama-cpp-source.json" ${BENCH_ARGS:---runs 3} \
+    >"$out/bench-llama-cpp-source.log" 2>&1
+  note "llama.cpp built from source (bench engine on the GGUF): rc $?"
+  grep -v "setting token\|WARN\|INFO\|DEBUG" "$out/bench-llama-cpp-source.log" | tail -20
+  # shellcheck disable=SC2086
+  LLMR_PLUGIN_DIRS=$prebuilt_dirs "$llmr" bench engine "$models/20b-gguf" --json "$out/bench-llama-cpp-2.json" \
+    ${BENCH_ARGS:---runs 3} >"$out/bench-llama-cpp-2.log" 2>&1
+  note "llama.cpp prebuilt, again after the source build's run (bench engine on the GGUF): rc $?"
+  grep -v "setting token\|WARN\|INFO\|DEBUG" "$out/bench-llama-cpp-2.log" | tail -20
+  export LLMR_PLUGIN_DIRS=$prebuilt_dirs
+fi
 
 echo
 echo "==== summary ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null))"
