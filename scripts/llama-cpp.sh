@@ -19,6 +19,9 @@
 #                       hour on 2 cores), as a fallback or by choice
 # LLMR_LLAMA_CUDA=AUTO|ON|OFF (default AUTO) says whether the CUDA variant is wanted:
 # AUTO takes it where nvcc is (the CUDA plugin is compiled where the CUDA toolkit is).
+# Where this machine has an NVIDIA GPU that the prebuilt CUDA library cannot run on
+# (see cuda_ptx_driver below: Hopper with a driver older than CUDA 13.1's), the CUDA
+# variant is built from source for that GPU instead, and the script says so.
 #
 # Each variant lands in CACHE/<commit>/<origin>-<variant>/{lib,include} with `stamp`
 # (what it was made from) and `release` (the ggml version and commit that its library
@@ -27,10 +30,14 @@
 # cache, which is where CMake looks.
 #
 # Usage: scripts/llama-cpp.sh BUILD_DIR
+#        scripts/llama-cpp.sh --which   says where each variant would come from, and why;
+#                                       fetches and builds nothing
 # Environment: LLMR_CACHE_DIR, LLMR_LLAMA_CPP, LLMR_LLAMA_CUDA, LLMR_LLAMA_CUDA_ARCHS
 #   (source builds, default 90a-real), NVCC, JOBS (default: nproc).
 set -euo pipefail
-build=${1:?usage: llama-cpp.sh BUILD_DIR}
+which_only=
+if [[ ${1:-} == --which ]]; then which_only=1; set -- which; fi
+build=${1:?usage: llama-cpp.sh BUILD_DIR | --which}
 
 # ---- the pins -----------------------------------------------------------------------
 source_package=node-llama-cpp
@@ -43,9 +50,12 @@ cpu_sha256=0d953e1503d5ab4608d8ed5b739132308c81ac05ffeb760d2a7f30e08a9f90e0
 cuda_package=@node-llama-cpp/linux-x64-cuda
 cuda_sha256=d6cd3ff39a43b024816952e0bc6452d6711608d26256ff6eb0fe8cf7ff55bb2c
 # The GPU code in that package's libggml-cuda.so, read from its fatbinary: machine code
-# for compute capability 8.6, 8.9, 12.0 and 12.1, PTX for 7.5, 8.0 and 9.0 (which the
-# driver compiles on first use: Hopper and Ampere 8.0 run from PTX).
+# for compute capability 8.6, 8.9, 12.0 and 12.1, and PTX for 7.5, 8.0 and 9.0, of PTX
+# ISA 9.1 (CUDA 13.1), which only a driver for CUDA 13.1 or newer compiles.  So Hopper
+# (9.0), A100 (8.0) and Turing run it only with such a driver (a driver for CUDA 13.0
+# answers "the provided PTX was compiled with an unsupported toolchain").
 cuda_gpu_targets="sm_86 sm_89 sm_120 sm_121 compute_75 compute_80 compute_90"
+cuda_ptx_driver=13010
 
 cache_root=${LLMR_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/llmr}/llama.cpp
 cache=$cache_root/${commit:0:12}
@@ -138,13 +148,13 @@ write_release() {
 }
 
 # ---- prebuilt -----------------------------------------------------------------------
-# prebuilt_variant NAME PACKAGE SHA256 SUFFIX GPU_TARGETS: the package's libraries into
-# CACHE/NAME, with libllama.so and libggml.so naming the release's files
+# prebuilt_variant NAME PACKAGE SHA256 SUFFIX GPU_TARGETS PTX_DRIVER: the package's
+# libraries into CACHE/NAME, with libllama.so and libggml.so naming the release's files
 # (libllama.SUFFIX.so).
 prebuilt_variant() {
-  local name=$1 package=$2 sum=$3 suffix=$4 targets=$5 dir="$cache/$1"
+  local name=$1 package=$2 sum=$3 suffix=$4 targets=$5 ptx_driver=$6 dir="$cache/$1"
   local stamp="$package@$version $sum"
-  if [[ -f "$dir/stamp" && -f "$dir/release" && -f "$dir/gpu_targets" && "$(cat "$dir/stamp")" == "$stamp" ]]; then
+  if [[ -f "$dir/stamp" && -f "$dir/release" && -f "$dir/gpu_targets" && -f "$dir/ptx_driver" && "$(cat "$dir/stamp")" == "$stamp" ]]; then
     say "$name: $package@$version cached in $dir"
     return 0
   fi
@@ -165,8 +175,59 @@ prebuilt_variant() {
   cp "$cache/src/include/llama.h" "$cache/src"/ggml/include/*.h "$dir/include/"
   write_release "$dir"
   echo "$targets" >"$dir/gpu_targets"
+  echo "$ptx_driver" >"$dir/ptx_driver"
   echo "$stamp" >"$dir/stamp"
   say "$name: $(du -sh "$dir/lib" | cut -f1) of libraries in $dir ($((SECONDS - start)) s)"
+}
+
+# ---- whether the prebuilt CUDA library runs on this machine's GPUs ------------------
+# The CUDA version (e.g. 13000) of nvcc's PTX: a driver must be at least that to run it.
+nvcc_driver() {
+  local v
+  v=$("$nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | head -1)
+  [[ -n $v ]] || { echo 0; return; }
+  set -- $v
+  echo $(($1 * 1000 + $2 * 10))
+}
+
+# runs_on TARGETS PTX_DRIVER CC DRIVER: whether code for TARGETS ("sm_86 compute_90")
+# runs on a GPU of compute capability CC ("9.0") under a driver for CUDA DRIVER (13000):
+# machine code of the same major and no newer minor (sm_XYa: exactly that GPU), or PTX
+# of no newer capability that the driver can compile.
+runs_on() {
+  local t cc_major=${3%.*} cc_minor=${3#*.} major minor
+  for t in $1; do
+    case "$t" in
+      sm_*a) major=${t:3:-2} minor=${t: -2:1}
+             [[ $major == "$cc_major" && $minor == "$cc_minor" ]] && return 0 ;;
+      sm_*) major=${t:3:-1} minor=${t: -1}
+            [[ $major == "$cc_major" ]] && ((minor <= cc_minor)) && return 0 ;;
+      compute_*) major=${t:8:-1} minor=${t: -1}
+                 ((major * 10 + minor <= cc_major * 10 + cc_minor && $4 >= $2)) && return 0 ;;
+    esac
+  done
+  return 1
+}
+
+# The CUDA version of this machine's NVIDIA driver (13000 for 13.0; 0: no driver or no
+# nvidia-smi).
+driver_cuda_version() {
+  local v
+  v=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | head -1)
+  [[ -n $v ]] || { echo 0; return; }
+  set -- $v
+  echo $(($1 * 1000 + $2 * 10))
+}
+
+# The GPUs here the prebuilt CUDA library cannot run on under a driver for CUDA $1, one
+# compute capability ("9.0") per line; none when there is no NVIDIA GPU.
+gpus_prebuilt_cannot_run() {
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  (($1 > 0)) || return 0
+  local cc
+  for cc in $(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sort -u); do
+    runs_on "$cuda_gpu_targets" "$cuda_ptx_driver" "$cc" "$1" || echo "$cc"
+  done
 }
 
 # ---- from source --------------------------------------------------------------------
@@ -208,7 +269,7 @@ source_variant() {
   local name=$1 targets=$2 dir="$cache/$1"
   shift 2
   local stamp="$commit ${*}"
-  if [[ -f "$dir/stamp" && -f "$dir/release" && -f "$dir/gpu_targets" && "$(cat "$dir/stamp")" == "$stamp" ]]; then
+  if [[ -f "$dir/stamp" && -f "$dir/release" && -f "$dir/gpu_targets" && -f "$dir/ptx_driver" && "$(cat "$dir/stamp")" == "$stamp" ]]; then
     say "$name: build cached in $dir"
     return 0
   fi
@@ -236,11 +297,51 @@ source_variant() {
   cp "$cache/src/include/llama.h" "$cache/src"/ggml/include/*.h "$dir/include/"
   write_release "$dir"
   echo "$targets" >"$dir/gpu_targets"
+  nvcc_driver >"$dir/ptx_driver"
   echo "$stamp" >"$dir/stamp"
   say "$name: built in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s: $dir"
 }
 
 # ---- main ---------------------------------------------------------------------------
+cuda=
+case "$want_cuda" in
+  OFF | off) ;;
+  ON | on)
+    [[ -n "$nvcc" ]] || fail "LLMR_LLAMA_CUDA=ON but no nvcc was found (the CUDA plugin is compiled with the CUDA toolkit)"
+    cuda=1 ;;
+  *) [[ -n "$nvcc" ]] && cuda=1 ;;
+esac
+
+# The CUDA variant from source when the prebuilt library cannot run on a GPU of this
+# machine (its Hopper code needs a driver for CUDA 13.1): built for those GPUs, unless
+# LLMR_LLAMA_CUDA_ARCHS says otherwise.
+cuda_origin=$origin
+if [[ -n $cuda && $origin == prebuilt && -z ${LLMR_LLAMA_CUDA_PREBUILT_ANYWAY:-} ]]; then
+  driver_cuda=$(driver_cuda_version)
+  cannot=$(gpus_prebuilt_cannot_run "$driver_cuda")
+  if [[ -n $cannot ]]; then
+    cuda_origin=source
+    if [[ -z ${LLMR_LLAMA_CUDA_ARCHS:-} ]]; then
+      cuda_archs=$(for cc in $cannot; do [[ $cc == 9.0 ]] && echo 90a-real || echo "${cc/./}-real"; done | paste -sd';')
+      cuda_flags=(-DGGML_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs"
+                  -DGGML_CUDA_NCCL=OFF)
+    fi
+    say "the prebuilt CUDA library cannot run on this machine's GPU (compute capability $(echo $cannot | tr ' ' ','), driver for CUDA $((driver_cuda / 1000)).$((driver_cuda % 1000 / 10))): it has machine code for $cuda_gpu_targets and its PTX needs a driver for CUDA $((cuda_ptx_driver / 1000)).$((cuda_ptx_driver % 1000 / 10)); building the CUDA variant from source for $cuda_archs instead (LLMR_LLAMA_CUDA_PREBUILT_ANYWAY=1 takes the prebuilt one)"
+  fi
+fi
+
+if [[ -n $which_only ]]; then
+  echo "cpu: $origin"
+  if [[ -z $cuda ]]; then
+    echo "cuda: none (LLMR_LLAMA_CUDA=$want_cuda, $([[ -n $nvcc ]] && echo "nvcc at $nvcc" || echo "no nvcc"))"
+  elif [[ $cuda_origin == $origin ]]; then
+    echo "cuda: $cuda_origin"
+  else
+    echo "cuda: $cuda_origin, for $cuda_archs (this machine's GPU cannot run the prebuilt one)"
+  fi
+  exit 0
+fi
+
 # One writer of the cache at a time: a second (another checkout's make) waits for the
 # first and then finds its result.
 mkdir -p "$cache_root"
@@ -251,25 +352,22 @@ if ! flock -n 9; then
 fi
 fetch_source
 
-cuda=
-case "$want_cuda" in
-  OFF | off) ;;
-  ON | on)
-    [[ -n "$nvcc" ]] || fail "LLMR_LLAMA_CUDA=ON but no nvcc was found (the CUDA plugin is compiled with the CUDA toolkit)"
-    cuda=1 ;;
-  *) [[ -n "$nvcc" ]] && cuda=1 ;;
-esac
-
 if [[ $origin == prebuilt ]]; then
-  cpu_dir=prebuilt-cpu cuda_dir=prebuilt-cuda
-  prebuilt_variant "$cpu_dir" "$cpu_package" "$cpu_sha256" "$release" cpu
-  [[ -n $cuda ]] && prebuilt_variant "$cuda_dir" "$cuda_package" "$cuda_sha256" "cuda.$release" "$cuda_gpu_targets"
+  cpu_dir=prebuilt-cpu
+  prebuilt_variant "$cpu_dir" "$cpu_package" "$cpu_sha256" "$release" cpu 0
 else
-  cpu_dir=source-cpu cuda_dir=source-cuda
+  cpu_dir=source-cpu
   source_variant "$cpu_dir" cpu "${common_flags[@]}"
-  [[ -n $cuda ]] && source_variant "$cuda_dir" "$(source_gpu_targets)" "${common_flags[@]}" "${cuda_flags[@]}"
 fi
-[[ -z $cuda ]] && say "no CUDA variant (LLMR_LLAMA_CUDA=$want_cuda${nvcc:+, nvcc at $nvcc}${nvcc:-, no nvcc})"
+if [[ -n $cuda && $cuda_origin == prebuilt ]]; then
+  cuda_dir=prebuilt-cuda
+  prebuilt_variant "$cuda_dir" "$cuda_package" "$cuda_sha256" "cuda.$release" "$cuda_gpu_targets" "$cuda_ptx_driver"
+elif [[ -n $cuda ]]; then
+  cuda_dir=source-cuda
+  source_variant "$cuda_dir" "$(source_gpu_targets)" "${common_flags[@]}" "${cuda_flags[@]}"
+fi
+no_cuda_why="LLMR_LLAMA_CUDA=$want_cuda, $([[ -n $nvcc ]] && echo "nvcc at $nvcc" || echo "no nvcc")"
+[[ -z $cuda ]] && say "no CUDA variant ($no_cuda_why)"
 
 # BUILD/llama.cpp: src, cpu and (when wanted) cuda, each a link into the cache.  An
 # older layout made BUILD/llama.cpp itself a link: it goes.

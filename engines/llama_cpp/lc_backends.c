@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lc_engine.h"
+#include "lc_gpu_code.h"
 
 #ifndef LLMR_LC_CUDA
 #define LLMR_LC_CUDA 0
@@ -21,6 +22,13 @@
 #endif
 #ifndef LLMR_LC_GGML_COMMIT
 #define LLMR_LC_GGML_COMMIT "unknown"
+#endif
+/* What its GPU code runs on (manifest spelling) and the CUDA version its PTX needs. */
+#ifndef LLMR_LC_GPU_TARGETS
+#define LLMR_LC_GPU_TARGETS "cpu"
+#endif
+#ifndef LLMR_LC_PTX_DRIVER
+#define LLMR_LC_PTX_DRIVER 0
 #endif
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -98,15 +106,49 @@ static void init(void)
            ggml_version(), ggml_commit(), ggml_backend_dev_count(), dir);
 }
 
-llmr_status lc_backends_ready(bool want_gpu)
+/* The compute capability of CUDA ordinal `gpu` and the driver's CUDA version, from the
+ * driver library (values of cuda.h's CUdevice_attribute).  False when it cannot say. */
+#define CU_ATTRIBUTE_CC_MAJOR 75
+#define CU_ATTRIBUTE_CC_MINOR 76
+static bool gpu_of(int gpu, int *cc_major, int *cc_minor, int *driver)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!cuda)
+        return false;
+    int (*cu_init)(unsigned) = (int (*)(unsigned))dlsym(cuda, "cuInit");
+    int (*cu_version)(int *) = (int (*)(int *))dlsym(cuda, "cuDriverGetVersion");
+    int (*cu_device)(int *, int) = (int (*)(int *, int))dlsym(cuda, "cuDeviceGet");
+    int (*cu_attribute)(int *, int, int) = (int (*)(int *, int, int))dlsym(cuda, "cuDeviceGetAttribute");
+    int device = 0;
+    bool ok = cu_init && cu_version && cu_device && cu_attribute && cu_init(0) == 0 &&
+              cu_version(driver) == 0 && cu_device(&device, gpu) == 0 &&
+              cu_attribute(cc_major, CU_ATTRIBUTE_CC_MAJOR, device) == 0 &&
+              cu_attribute(cc_minor, CU_ATTRIBUTE_CC_MINOR, device) == 0;
+    dlclose(cuda);
+    return ok;
+}
+
+llmr_status lc_backends_ready(int gpu)
 {
     pthread_once(&once, init);
     if (status != LLMR_OK) {
         lc_set_error("%s", problem);
         return status;
     }
-    if (want_gpu && problem[0]) {
+    if (gpu < 0)
+        return LLMR_OK;
+    if (problem[0]) {
         lc_set_error("%s", problem);
+        return LLMR_UNSUPPORTED;
+    }
+    /* ggml aborts the process on a kernel the driver cannot load: refuse such a GPU here. */
+    int major, minor, driver;
+    if (gpu_of(gpu, &major, &minor, &driver) &&
+        !lc_gpu_code_runs_on(LLMR_LC_GPU_TARGETS, LLMR_LC_PTX_DRIVER, major, minor, driver)) {
+        char why[LC_ERROR_MAX];
+        lc_gpu_code_why_not(LLMR_LC_GPU_TARGETS, LLMR_LC_PTX_DRIVER, gpu, major, minor, driver, why,
+                            sizeof why);
+        lc_set_error("%s", why);
         return LLMR_UNSUPPORTED;
     }
     return LLMR_OK;

@@ -9,6 +9,7 @@
  *   lc_estimate.c       memory a load will take, from the GGUF's metadata
  *   lc_log.c            llama.cpp's log -> the host's log; the reason of a failure
  *   lc_backends.c       the release check of llama.cpp's libraries, ggml's backends
+ *   lc_gpu_code.c       which GPUs the CUDA backend's code runs on
  *
  * One model handle owns a llama_model and a pool of llama_contexts.  Each running
  * request has a context of its own (its own KV cache), taken from the pool or created
@@ -74,11 +75,12 @@ uint64_t lc_now_ns(void);
 /* ---- lc_backends.c --------------------------------------------------------------- */
 
 /* Once per process: checks the llama.cpp libraries beside the plugin are the release
- * it was built against and loads ggml's backends from there.  Then LLMR_OK, or the
- * status with lc_set_error: the libraries are of another release (UNSUPPORTED), no
- * backend loads, or, with want_gpu in the CUDA plugin, its CUDA backend did not load
- * (UNSUPPORTED, with ggml's reason). */
-llmr_status lc_backends_ready(bool want_gpu);
+ * it was built against and loads ggml's backends from there.  Then, for a load on CUDA
+ * ordinal `gpu` (-1: none), that the CUDA backend loaded and that its GPU code runs on
+ * that GPU (lc_gpu_code.h).  LLMR_OK, or the status with lc_set_error: the libraries are
+ * of another release, no backend loads, the CUDA backend did not load or cannot run on
+ * that GPU (UNSUPPORTED, with the reason and what to do). */
+llmr_status lc_backends_ready(int gpu);
 /* Whether a library's ggml version and commit are the wanted ones; if not, why (a
  * sentence that names both and what to do) into why. */
 bool lc_release_matches(const char *have_version, const char *have_commit, const char *want_version,

@@ -85,17 +85,19 @@ static void need_of(const llmr_engine_model_desc *desc, const lc_gguf_shape *s,
     out->ram_bytes = gpu ? (64u << 20) : desc->total_bytes + contexts;
 }
 
-/* Whether the load asks for a GPU (the host gives one, the options do not say "cpu": 1)
- * in the plugin whose llama.cpp has a GPU backend. */
-static bool wants_gpu(const llmr_engine_load_params *p)
+/* The CUDA ordinal the load asks for (the host gives one, the options do not say
+ * "cpu": 1) in the plugin whose llama.cpp has a GPU backend; -1 for none. */
+static int wanted_gpu(const llmr_engine_load_params *p)
 {
-    return LLMR_LC_CUDA && p->gpu_index >= 0 && llmr_engine_option_u64(p->options_json, "cpu", 0) == 0;
+    return LLMR_LC_CUDA && p->gpu_index >= 0 && llmr_engine_option_u64(p->options_json, "cpu", 0) == 0
+               ? p->gpu_index
+               : -1;
 }
 
 static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
                             llmr_engine_memory *out)
 {
-    llmr_status ready = lc_backends_ready(wants_gpu(p));
+    llmr_status ready = lc_backends_ready(wanted_gpu(p));
     if (ready != LLMR_OK)
         return ready;
     char *path = model_path(desc);
@@ -174,7 +176,7 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
                         llmr_engine_model **out)
 {
     *out = NULL;
-    llmr_status ready = lc_backends_ready(wants_gpu(p));
+    llmr_status ready = lc_backends_ready(wanted_gpu(p));
     if (ready != LLMR_OK)
         return ready;
     char *path = model_path(desc);

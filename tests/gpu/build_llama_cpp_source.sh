@@ -35,6 +35,7 @@ cc -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -pthread \
   -I"$root/include" -I"$root/engines/llama_cpp" -isystem "$variant/include" \
   -DLLMR_PLUGIN_ID='"llama-cpp-cuda"' -DLLMR_PLUGIN_VERSION='"0.1.0"' -DLLMR_LC_CUDA=1 \
   -DLLMR_LC_GGML_VERSION="\"$version\"" -DLLMR_LC_GGML_COMMIT="\"$ggml_commit\"" \
+  -DLLMR_LC_GPU_TARGETS="\"$(cat "$variant/gpu_targets")\"" -DLLMR_LC_PTX_DRIVER="$(cat "$variant/ptx_driver")" \
   "$root"/engines/llama_cpp/*.c -o "$plugin/libllmr_engine_llama_cpp_cuda.so" \
   -L"$variant/lib" -lllama -lggml -lggml-base -lm -ldl '-Wl,-rpath,$ORIGIN/lib'
 targets=$(sed 's/\([^ ]*\)/"\1"/g; s/ /, /g' "$variant/gpu_targets")
