@@ -12,5 +12,7 @@ int llmr_bench_engine(int argc, char **argv, const llmr_config *cfg);
 int llmr_bench_template(int argc, char **argv, const llmr_config *cfg);
 /* `llmr bench router`: bench_router.c.  argv[0] is "router". */
 int llmr_bench_router(int argc, char **argv, const llmr_config *cfg);
+/* `llmr bench serve`: bench_serve.c.  argv[0] is "serve". */
+int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg);
 
 #endif

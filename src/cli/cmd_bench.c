@@ -28,7 +28,11 @@ static void help(FILE *out)
             "       llmr bench router [--concurrency 500] [--duration 60] [--nodes 2]\n"
             "                  [--tokens 64] [--token-delay-us 20000] [--kill-node-after S]\n"
             "                  [--endpoint chat|completions] [--threads 2] [--hang-after S]\n"
-            "                  [--keep] [--json]\n\n"
+            "                  [--keep] [--json]\n"
+            "       llmr bench serve --model NAME [--url URL | --router URL]\n"
+            "                  [--workload sharegpt-like|fixed] [--prompt-len 512] [--output-len 256]\n"
+            "                  [--concurrency 1,8,32,64,128,256] [--requests N] [--seed N]\n"
+            "                  [--vocab 199998] [--api-key KEY] [--timeout S] [--json FILE]\n\n"
             "inspect: times llmr inspect's work on DIR N times (default 20) in this process\n"
             "and prints the first run, min, median and max in milliseconds, as JSON.\n\n"
             "tokenizer: loads FILE N times (default 5) and encodes and decodes the whole\n"
@@ -72,7 +76,20 @@ static void help(FILE *out)
             "stdout, the table on stderr).  --kill-node-after S SIGKILLs one node S seconds in:\n"
             "each stream in flight must then finish or end with an error event and [DONE],\n"
             "and every later request must succeed.  Exits 1 when a request failed otherwise\n"
-            "(a hang: no byte for --hang-after seconds), keeping the logs (also --keep).\n");
+            "(a hang: no byte for --hang-after seconds), keeping the logs (also --keep).\n\n"
+            "serve: many users against a running node (--url, default http://HOST:PORT of the\n"
+            "settings) or router (--router URL; the key from --api-key or LLMR_API_KEY), over\n"
+            "the OpenAI API: for each level of --concurrency, that many clients send streamed\n"
+            "/v1/completions requests one after another (greedy, prompts of random token ids\n"
+            "below --vocab, from --seed) until --requests are done (default: twice the\n"
+            "level, at least 16).  --workload sharegpt-like: prompt and output lengths each\n"
+            "uniform in 32..512; fixed: --prompt-len and --output-len.  Load the model with\n"
+            "the engine option \"ignore_eos\": 1 so each request gets its output length.\n"
+            "Reports per level: output and total (prompt + output) tokens/s, time to first\n"
+            "token and between tokens (p50, p99), the median stream's tokens/s, errors, and\n"
+            "the most KV cache in use the server's /metrics showed (llmr_kv_cache_used_tokens;\n"
+            "n/a when it has none).  A table on stderr, one JSON object on stdout (also to\n"
+            "--json FILE).  Exits 1 when a request failed.\n");
 }
 
 static double now_ms(void)
@@ -274,6 +291,8 @@ static int run(int argc, char **argv, const llmr_config *config)
         return llmr_bench_template(argc - 1, argv + 1, config);
     if (argc >= 2 && strcmp(argv[1], "router") == 0)
         return llmr_bench_router(argc - 1, argv + 1, config);
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+        return llmr_bench_serve(argc - 1, argv + 1, config);
     llmr_cli_error("bench", "which benchmark? (inspect, tokenizer, template, ipc, engine, router)");
     return LLMR_EXIT_USAGE;
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `llmr bench serve` against a real node serving the loopback engine over HTTP: levels
+# of concurrent streamed completions, every token counted, the report as a table and
+# JSON; the sharegpt-like workload's lengths; a bad request's reason in the report; a
+# server that is not there; arguments it refuses.
+# Usage: test_bench_serve.sh PATH_TO_LLMR
+set -u
+LLMR=${1:?usage: test_bench_serve.sh PATH_TO_LLMR}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-bench-serve-XXXXXX")
+node_pid=
+cleanup() { [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+source "$(dirname "$0")/check_lib.sh"
+export LLMR_DATA_DIR="$tmp/data"
+
+mkdir -p "$tmp/data/models"
+"$LLMR" model synth --preset loopback --out "$tmp/data/models/loop" >/dev/null 2>&1 || fail "synth loopback"
+"$LLMR" node --host 127.0.0.1 --port 0 >"$tmp/node.log" 2>&1 &
+node_pid=$!
+port=
+for _ in $(seq 200); do
+  port=$(cat "$tmp/data/run/http.port" 2>/dev/null)
+  [[ $port =~ ^[0-9]+$ ]] && break
+  port=
+  sleep 0.05
+done
+[[ -n $port ]] || { fail "the node wrote no run/http.port"; cat "$tmp/node.log"; finish_checks "bench serve"; }
+url="http://127.0.0.1:$port"
+
+# json FILE EXPR: a value of the report, through python's json.
+json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+expect 0 "fixed workload, two levels" -- "$LLMR" bench serve --url "$url" --model loop --workload fixed \
+  --prompt-len 16 --output-len 8 --concurrency 1,4 --requests 12 --vocab 500 --json "$tmp/fixed.json"
+has "$err" "streams requests  output t/s" "the table"
+[[ $(json "$tmp/fixed.json" "len(r['levels'])") == 2 ]] || fail "two levels: $(cat "$tmp/fixed.json")"
+for level in 0 1; do
+  [[ $(json "$tmp/fixed.json" "r['levels'][$level]['errors']") == 0 ]] || fail "level $level: errors"
+  [[ $(json "$tmp/fixed.json" "r['levels'][$level]['output_tokens']") == 96 ]] || fail "level $level: 12 x 8 output tokens"
+  [[ $(json "$tmp/fixed.json" "r['levels'][$level]['prompt_tokens']") == 192 ]] || fail "level $level: 12 x 16 prompt tokens"
+  [[ $(json "$tmp/fixed.json" "r['levels'][$level]['ttft_p50_ms'] > 0 and r['levels'][$level]['output_tok_s'] > 0") == True ]] ||
+    fail "level $level: TTFT and tokens/s measured"
+done
+[[ $(json "$tmp/fixed.json" "r['levels'][1]['concurrency']") == 4 ]] || fail "the second level is 4 streams"
+cmp -s "$tmp/out" <(tr -d '\n' <"$tmp/fixed.json"; echo) || fail "stdout is the JSON of --json"
+
+expect 0 "sharegpt-like workload" -- "$LLMR" bench serve --url "$url" --model loop --concurrency 8 \
+  --requests 20 --vocab 500 --seed 7 --json "$tmp/share.json"
+tokens=$(json "$tmp/share.json" "r['levels'][0]['output_tokens']")
+(( tokens >= 20 * 32 && tokens <= 20 * 512 )) || fail "sharegpt-like: 20 outputs of 32..512 tokens, got $tokens"
+prompts=$(json "$tmp/share.json" "r['levels'][0]['prompt_tokens']")
+(( prompts >= 20 * 32 && prompts <= 20 * 512 )) || fail "sharegpt-like: 20 prompts of 32..512 tokens, got $prompts"
+expect 0 "the same seed, the same workload" -- "$LLMR" bench serve --url "$url" --model loop --concurrency 8 \
+  --requests 20 --vocab 500 --seed 7 --json "$tmp/share2.json"
+[[ $(json "$tmp/share2.json" "r['levels'][0]['prompt_tokens']") == "$prompts" ]] || fail "seed 7 twice: other prompts"
+
+expect 1 "requests the server refuses" -- "$LLMR" bench serve --url "$url" --model loop --workload fixed \
+  --prompt-len 4 --output-len 4 --concurrency 2 --requests 4 --vocab 100000
+has "$err" "but the model's vocabulary has 512 tokens" "the server's reason in the report"
+has "$out" '"errors":4' "every refused request counted"
+
+expect 1 "no server" -- "$LLMR" bench serve --url "http://127.0.0.1:1" --model loop --concurrency 1 --requests 2
+has "$err" "first error:" "a connection error in the report"
+
+expect 2 "no model" -- "$LLMR" bench serve --url "$url"
+has "$err" "which model?" "the missing model"
+expect 2 "a bad workload" -- "$LLMR" bench serve --model loop --workload banana
+has "$err" "--workload is sharegpt-like or fixed" "the workload's choices"
+expect 2 "a bad level" -- "$LLMR" bench serve --model loop --concurrency 0,8
+has "$err" "--concurrency takes" "the levels' range"
+finish_checks "bench serve"
