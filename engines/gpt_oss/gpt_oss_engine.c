@@ -1,18 +1,19 @@
 /* The gpt-oss engine plugin (runtime gpt_oss, safetensors with MXFP4 experts): the
  * engine ABI of include/llmr/engine.h over two paths: CUDA (cuda/gpt_cuda.h, when the
  * plugin was built with nvcc and the host gives it a GPU) and the CPU reference
- * (model.h, cpu_forward.h).  Each request runs on a thread of its own: prefill of the
- * prompt, then one token at a time until a stop id (the request's or an EOS id of
- * generation_config.json), max_tokens, the end of the context, or a cancel.  On the
- * CPU the matrix work of every request shares the model's thread pool; on the GPU
- * requests take turns step by step.  Tokens are picked on the GPU when the request
- * asks only for temperature (and logprob); penalties, top-k/top-p/min-p and top
- * logprobs bring the logits row to the CPU sampler (sampler.h).
+ * (model.h, cpu_forward.h).  A request runs until a stop id (the request's or an EOS id of
+ * generation_config.json), max_tokens, the end of the context, or a cancel.  On the CPU
+ * one step loop serves every request of the model together (cpu_loop.c); on the GPU
+ * each request runs on a thread of its own and they take turns step by step.  Tokens
+ * are picked on the GPU when the request asks only for temperature (and logprob);
+ * penalties, top-k/top-p/min-p and top logprobs bring the logits row to the CPU
+ * sampler (sampler.h).
  *
  * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
  * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV pool
  * holds (default 4); "kv_pool_mb": the pool's size instead; "ignore_eos": 1 generates
- * through EOS ids (benchmarks). */
+ * through EOS ids (benchmarks).  The host's max_batch is how many requests the CPU's
+ * step loop runs together (default 16). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -23,14 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_forward.h"
-#include "llmr/engine.h"
+#include "gpt_engine.h"
 #include "llmr/engine_options.h"
-#include "model.h"
-#include "sampler.h"
-#ifdef LLMR_GPT_CUDA
-#include "cuda/gpt_cuda.h"
-#endif
 
 #ifndef LLMR_PLUGIN_ID
 #define LLMR_PLUGIN_ID "gpt-oss"
@@ -39,51 +34,17 @@
 #define LLMR_PLUGIN_VERSION "0.1.0"
 #endif
 
-#define ERR_MAX 512
-#define CPU_MAX_BATCH 2u
+#define ERR_MAX GPT_ERR_MAX
 #define INITIAL_CACHE 512u
+#define CPU_ESTIMATE_BATCH 2u /* requests whose first INITIAL_CACHE positions estimate() counts */
 
 static const llmr_host_api *host;
 static _Thread_local char thread_error[ERR_MAX];
 
-struct request;
-
-struct llmr_engine_model {
-    gpt_model m;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    struct request *requests;
-    bool unloading;
-    uint32_t context;
-    uint64_t weight_bytes;
-    bool ignore_eos;
-#ifdef LLMR_GPT_CUDA
-    gpt_cuda *gpu; /* NULL: the CPU path */
-#endif
-    char error[ERR_MAX];
-};
-
-typedef struct request {
-    struct request *next;
-    llmr_engine_model *model;
-    pthread_t thread;
-    uint64_t id;
-    int32_t *prompt;
-    uint32_t prompt_len, max_tokens;
-    int32_t *stop_ids;
-    uint32_t stop_count;
-    gpt_sampler *sampler;
-    llmr_engine_token_fn on_token;
-    void *user;
-    atomic_bool cancel;
-    bool done;
-    bool gpu_pick;        /* the GPU path may pick its tokens (no CPU-only option) */
-    float temperature;
-    uint64_t seed;
-    bool want_logprob;
-    uint64_t cache_bytes; /* its KV cache now (under the model's lock) */
-    char error[ERR_MAX];
-} request;
+const llmr_host_api *gpt_host(void)
+{
+    return host;
+}
 
 static void set_error(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_error(char *buf, const char *fmt, ...)
@@ -161,7 +122,7 @@ static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engin
 #endif
     /* The weights are read in place from the page cache; a request's cache grows
      * with its tokens: count one request of INITIAL_CACHE positions each. */
-    out->ram_bytes = desc->total_bytes + gpt_model_ram_estimate(&c, INITIAL_CACHE, CPU_MAX_BATCH);
+    out->ram_bytes = desc->total_bytes + gpt_model_ram_estimate(&c, INITIAL_CACHE, CPU_ESTIMATE_BATCH);
     return LLMR_OK;
 }
 
@@ -258,6 +219,13 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
         return st;
     }
 #endif
+    if (!on_gpu(e) && !gpt_loop_start(e, p->max_batch, thread_error)) {
+        gpt_model_free(&e->m);
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->changed);
+        free(e);
+        return LLMR_OOM_RAM;
+    }
     if (!on_gpu(e)) {
         char line[256];
         snprintf(line, sizeof line, "%s: %u layers, hidden %u, %u experts, CPU path on %u threads",
@@ -273,7 +241,7 @@ static llmr_status model_info(const llmr_engine_model *e, llmr_engine_model_info
 {
     out->struct_size = sizeof *out;
     out->context_length = e->context;
-    out->max_batch = CPU_MAX_BATCH;
+    out->max_batch = gpt_loop_max_batch(e);
 #ifdef LLMR_GPT_CUDA
     if (e->gpu)
         out->max_batch = gpt_cuda_sequences(e->gpu);
@@ -289,7 +257,7 @@ static const char *last_error(const llmr_engine_model *e)
 
 /* ---- requests ------------------------------------------------------------------------ */
 
-static bool is_stop(const request *r, int32_t id)
+bool gpt_request_is_stop(const request *r, int32_t id)
 {
     for (uint32_t i = 0; i < r->stop_count; i++)
         if (r->stop_ids[i] == id)
@@ -301,7 +269,7 @@ static bool is_stop(const request *r, int32_t id)
     return false;
 }
 
-static void request_end(request *r, llmr_engine_token *ev)
+void gpt_request_end(request *r, llmr_engine_token *ev)
 {
     llmr_engine_model *e = r->model;
     ev->prompt_tokens = r->prompt_len;
@@ -312,7 +280,7 @@ static void request_end(request *r, llmr_engine_token *ev)
     pthread_mutex_unlock(&e->lock);
 }
 
-static void end_with_error(request *r, llmr_status st, const char *message)
+void gpt_request_fail(request *r, llmr_status st, const char *message)
 {
     llmr_engine_token ev;
     memset(&ev, 0, sizeof ev);
@@ -322,18 +290,15 @@ static void end_with_error(request *r, llmr_status st, const char *message)
     ev.finish = LLMR_ENGINE_FINISH_ERROR;
     ev.status = st;
     ev.message = message;
-    request_end(r, &ev);
+    gpt_request_end(r, &ev);
 }
 
-/* One request's model state on either path, and its three moves: run the prompt
- * and choose the first token, run a chosen token and choose the next, close. */
+#ifdef LLMR_GPT_CUDA
+/* One request's state on the GPU path, and its three moves: run the prompt and choose
+ * the first token, run a chosen token and choose the next, close. */
 typedef struct stepper {
     request *r;
-    gpt_state cpu;
-    bool cpu_open;
-#ifdef LLMR_GPT_CUDA
     gpt_cuda_seq *seq;
-#endif
     float *logits; /* a row for the CPU sampler */
 } stepper;
 
@@ -342,42 +307,17 @@ static llmr_status step_open(stepper *sp, request *r, uint32_t max_tokens)
     llmr_engine_model *e = r->model;
     memset(sp, 0, sizeof *sp);
     sp->r = r;
-    bool need_row = !on_gpu(e) || !r->gpu_pick;
-    if (need_row && !(sp->logits = malloc((size_t)e->m.cfg.vocab * sizeof *sp->logits))) {
+    if (!r->gpu_pick && !(sp->logits = malloc((size_t)e->m.cfg.vocab * sizeof *sp->logits))) {
         set_error(r->error, "out of memory for a row of logits");
         return LLMR_OOM_RAM;
     }
-#ifdef LLMR_GPT_CUDA
-    if (e->gpu)
-        return gpt_cuda_seq_open(e->gpu, max_tokens, &sp->seq, r->error);
-#endif
-    uint32_t limit = max_tokens - r->prompt_len;
-    uint32_t initial = r->prompt_len + (limit < INITIAL_CACHE ? limit : INITIAL_CACHE);
-    llmr_status st = gpt_state_init(&sp->cpu, &e->m, max_tokens, initial, host);
-    sp->cpu_open = st == LLMR_OK;
-    if (st != LLMR_OK)
-        set_error(r->error, "not enough memory for the request's KV cache");
-    return st;
-}
-
-static uint64_t step_bytes(const stepper *sp)
-{
-#ifdef LLMR_GPT_CUDA
-    if (sp->seq)
-        return gpt_cuda_seq_bytes(sp->seq);
-#endif
-    return sp->cpu_open ? sp->cpu.bytes : 0;
+    return gpt_cuda_seq_open(e->gpu, max_tokens, &sp->seq, r->error);
 }
 
 static void step_close(stepper *sp)
 {
-#ifdef LLMR_GPT_CUDA
     gpt_cuda_seq_close(sp->seq);
     sp->seq = NULL;
-#endif
-    if (sp->cpu_open)
-        gpt_state_free(&sp->cpu);
-    sp->cpu_open = false;
     free(sp->logits);
     sp->logits = NULL;
 }
@@ -389,35 +329,24 @@ static llmr_status step_run(stepper *sp, const int32_t *ids, uint32_t n, bool fi
 {
     request *r = sp->r;
     llmr_status st;
-#ifdef LLMR_GPT_CUDA
-    if (sp->seq) {
-        if (r->gpu_pick) {
-            gpt_cuda_sampling pick = {r->temperature, r->seed};
-            memset(smp, 0, sizeof *smp);
-            st = first ? gpt_cuda_prefill(sp->seq, ids, n, NULL, 0, &pick, &smp->id,
-                                          &smp->logprob, r->error)
-                       : gpt_cuda_decode(sp->seq, -1, NULL, &smp->id, &smp->logprob, r->error);
-            if (!r->want_logprob)
-                smp->logprob = 0;
-            return st;
-        }
-        st = first ? gpt_cuda_prefill(sp->seq, ids, n, sp->logits, 1, NULL, NULL, NULL, r->error)
-                   : gpt_cuda_decode(sp->seq, ids[0], sp->logits, NULL, NULL, r->error);
-        if (st == LLMR_OK)
-            gpt_sampler_sample(r->sampler, sp->logits, smp);
+    if (r->gpu_pick) {
+        gpt_cuda_sampling pick = {r->temperature, r->seed};
+        memset(smp, 0, sizeof *smp);
+        st = first ? gpt_cuda_prefill(sp->seq, ids, n, NULL, 0, &pick, &smp->id, &smp->logprob,
+                                      r->error)
+                   : gpt_cuda_decode(sp->seq, -1, NULL, &smp->id, &smp->logprob, r->error);
+        if (!r->want_logprob)
+            smp->logprob = 0;
         return st;
     }
-#endif
-    (void)first;
-    st = gpt_forward(&sp->cpu, ids, n, sp->logits, 1);
-    if (st != LLMR_OK)
-        set_error(r->error, "the forward pass failed (%s)",
-                  st == LLMR_OOM_RAM ? "out of memory" : "past the context");
-    else
+    st = first ? gpt_cuda_prefill(sp->seq, ids, n, sp->logits, 1, NULL, NULL, NULL, r->error)
+               : gpt_cuda_decode(sp->seq, ids[0], sp->logits, NULL, NULL, r->error);
+    if (st == LLMR_OK)
         gpt_sampler_sample(r->sampler, sp->logits, smp);
     return st;
 }
 
+/* A request on the GPU path, on a thread of its own. */
 static void *run_request(void *arg)
 {
     request *r = arg;
@@ -429,7 +358,7 @@ static void *run_request(void *arg)
     llmr_status s = step_open(&sp, r, r->prompt_len + limit);
     if (s != LLMR_OK) {
         step_close(&sp);
-        end_with_error(r, s, r->error);
+        gpt_request_fail(r, s, r->error);
         return NULL;
     }
     gpt_sample smp; /* the last event points into it */
@@ -442,7 +371,7 @@ static void *run_request(void *arg)
         ev.index = i;
         pthread_mutex_lock(&e->lock);
         bool stop_now = atomic_load(&r->cancel) || e->unloading;
-        r->cache_bytes = step_bytes(&sp);
+        r->cache_bytes = gpt_cuda_seq_bytes(sp.seq);
         pthread_mutex_unlock(&e->lock);
         if (stop_now) {
             ev.id = -1;
@@ -455,7 +384,7 @@ static void *run_request(void *arg)
         ev.top_ids = smp.top_ids;
         ev.top_logprobs = smp.top_logprobs;
         ev.time_ns = host->now_ns(host->ctx);
-        if (is_stop(r, smp.id))
+        if (gpt_request_is_stop(r, smp.id))
             ev.finish = LLMR_ENGINE_FINISH_STOP;
         else if (i + 1 >= limit)
             ev.finish = LLMR_ENGINE_FINISH_LENGTH;
@@ -471,11 +400,12 @@ static void *run_request(void *arg)
     r->cache_bytes = 0; /* released before the last event, as the ABI says */
     pthread_mutex_unlock(&e->lock);
     if (s != LLMR_OK)
-        end_with_error(r, s, r->error);
+        gpt_request_fail(r, s, r->error);
     else
-        request_end(r, &ev);
+        gpt_request_end(r, &ev);
     return NULL;
 }
+#endif
 
 static void request_free(request *r)
 {
@@ -496,7 +426,8 @@ static void reap(llmr_engine_model *e)
         }
         *pp = r->next;
         pthread_mutex_unlock(&e->lock);
-        pthread_join(r->thread, NULL);
+        if (r->threaded)
+            pthread_join(r->thread, NULL);
         request_free(r);
         pthread_mutex_lock(&e->lock);
     }
@@ -553,16 +484,28 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
         memcpy(r->stop_ids, p->stop_ids, p->stop_id_count * sizeof *r->stop_ids);
     pthread_mutex_lock(&e->lock);
     reap(e);
-    if (e->unloading || pthread_create(&r->thread, NULL, run_request, r) != 0) {
+    if (e->unloading) {
         pthread_mutex_unlock(&e->lock);
-        set_error(e->error, e->unloading ? "the model is being unloaded"
-                                         : "cannot start a thread for the request");
+        set_error(e->error, "the model is being unloaded");
         request_free(r);
         return LLMR_INTERNAL;
     }
+#ifdef LLMR_GPT_CUDA
+    if (e->gpu) {
+        r->threaded = pthread_create(&r->thread, NULL, run_request, r) == 0;
+        if (!r->threaded) {
+            pthread_mutex_unlock(&e->lock);
+            set_error(e->error, "cannot start a thread for the request");
+            request_free(r);
+            return LLMR_INTERNAL;
+        }
+    }
+#endif
     r->next = e->requests;
     e->requests = r;
     pthread_mutex_unlock(&e->lock);
+    if (e->loop)
+        gpt_loop_submit(e, r);
     return LLMR_OK;
 }
 
@@ -573,6 +516,8 @@ static llmr_status cancel(llmr_engine_model *e, uint64_t id)
         if (r->id == id)
             atomic_store(&r->cancel, true);
     pthread_mutex_unlock(&e->lock);
+    if (e->loop)
+        gpt_loop_wake(e);
     return LLMR_OK;
 }
 
@@ -629,6 +574,9 @@ static void unload(llmr_engine_model *e)
 {
     pthread_mutex_lock(&e->lock);
     e->unloading = true;
+    pthread_mutex_unlock(&e->lock);
+    gpt_loop_stop(e); /* every request of the loop has had its last event */
+    pthread_mutex_lock(&e->lock);
     while (e->requests) {
         reap(e);
         if (e->requests)

@@ -1,0 +1,104 @@
+/* What the gpt-oss engine plugin's files share: the loaded model, a request, and the
+ * ends of a request.
+ *
+ *   gpt_oss_engine.c  the engine ABI table: describe, estimate, load, unload, info,
+ *                     memory, logits, submit, cancel; on the GPU a thread per request
+ *   cpu_loop.c        on the CPU, one step loop per model over the step scheduler
+ *                     (engines/sched): every running request advances in each step
+ *
+ * A request belongs to the model's list from submit until it is reaped after its last
+ * event (done).  Its fields are written by submit before it is shared, then only by the
+ * thread or loop that runs it, except `cancel` (any thread) and `done`/`cache_bytes`
+ * (under the model's lock). */
+#ifndef GPT_OSS_ENGINE_H
+#define GPT_OSS_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cpu_forward.h"
+#include "llmr/engine.h"
+#include "model.h"
+#include "sampler.h"
+#include "scheduler.h"
+#ifdef LLMR_GPT_CUDA
+#include "cuda/gpt_cuda.h"
+#endif
+
+#define GPT_ERR_MAX 512
+
+typedef struct gpt_loop gpt_loop;
+
+struct llmr_engine_model {
+    gpt_model m;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;  /* a request ended */
+    struct request *requests;
+    bool unloading;
+    uint32_t context;
+    uint64_t weight_bytes;
+    bool ignore_eos;
+#ifdef LLMR_GPT_CUDA
+    gpt_cuda *gpu; /* NULL: the CPU path */
+#endif
+    gpt_loop *loop; /* the CPU path's step loop (NULL on the GPU) */
+    char error[GPT_ERR_MAX];
+};
+
+typedef struct request {
+    struct request *next;
+    llmr_engine_model *model;
+    pthread_t thread;
+    bool threaded;        /* runs on a thread of its own (the GPU path) */
+    uint64_t id;
+    int32_t *prompt;
+    uint32_t prompt_len, max_tokens;
+    int32_t *stop_ids;
+    uint32_t stop_count;
+    gpt_sampler *sampler;
+    llmr_engine_token_fn on_token;
+    void *user;
+    atomic_bool cancel;
+    bool done;
+    bool gpu_pick;        /* the GPU path may pick its tokens (no CPU-only option) */
+    float temperature;
+    uint64_t seed;
+    bool want_logprob;
+    uint64_t cache_bytes; /* its KV cache now (under the model's lock) */
+    /* the step loop's: */
+    struct request *queued;  /* submitted, not yet in the scheduler */
+    llmr_sched_seq *seq;     /* in the scheduler */
+    gpt_state cpu;           /* its KV cache on the CPU */
+    bool cpu_open;
+    gpt_sample last;         /* the last token sampled (events point into it) */
+    char error[GPT_ERR_MAX];
+} request;
+
+/* The host's services (log, memory, clock), from negotiation. */
+const llmr_host_api *gpt_host(void);
+/* Whether id ends r: one of its stop ids, or an EOS id of the model (unless the model
+ * was loaded with ignore_eos). */
+bool gpt_request_is_stop(const request *r, int32_t id);
+/* Sends r's last event (ev, with prompt_tokens filled in) and marks r done. */
+void gpt_request_end(request *r, llmr_engine_token *ev);
+/* Ends r with finish ERROR, status st and message. */
+void gpt_request_fail(request *r, llmr_status st, const char *message);
+
+/* ---- cpu_loop.c ------------------------------------------------------------------- */
+
+/* Starts the model's step loop (a thread) for up to max_batch requests at once (0: the
+ * default).  False with err on failure. */
+bool gpt_loop_start(llmr_engine_model *e, uint32_t max_batch, char err[GPT_ERR_MAX]);
+/* Hands r (in the model's list already) to the loop; its events come from the loop's
+ * thread. */
+void gpt_loop_submit(llmr_engine_model *e, request *r);
+/* Wakes the loop so that it sees a cancel. */
+void gpt_loop_wake(llmr_engine_model *e);
+/* Ends every request (CANCELLED) and stops the loop; returns when its thread is gone. */
+void gpt_loop_stop(llmr_engine_model *e);
+/* Requests the loop runs together at most (model_info's max_batch). */
+uint32_t gpt_loop_max_batch(const llmr_engine_model *e);
+
+#endif

@@ -1,0 +1,256 @@
+/* Batching changes no answer on the gpt-oss engine's CPU path (engines/gpt_oss, compiled
+ * in, through its ABI, on a synthetic gpt-oss-tiny model with random weights): sixteen
+ * greedy requests of different prompt and output lengths, submitted at once and served
+ * together by the step loop, each produce exactly the tokens they produce alone; so does
+ * a long prompt read in chunks while others decode.  Cancelling some of them mid-way
+ * ends those with CANCELLED and leaves the others' tokens as they were, and an unload
+ * with requests running gives each its last event. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "engine_host/model_desc.h"
+#include "fixture.h"
+#include "llmr/engine.h"
+#include "models/synth.h"
+
+#define N 16
+#define MAX_OUT 48
+
+static void host_log(void *ctx, int level, const char *message)
+{
+    (void)ctx;
+    if (level >= LLMR_ENGINE_LOG_WARN)
+        fprintf(stderr, "    engine: %s\n", message);
+}
+
+static void *host_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
+static void host_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    free(ptr);
+}
+
+static uint64_t host_now(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const llmr_host_api host_api = {sizeof host_api, LLMR_ENGINE_ABI_MAJOR, LLMR_ENGINE_ABI_MINOR,
+                                       NULL, host_log, host_alloc, host_free, host_now};
+static const llmr_engine_api *api;
+static llmr_model_desc_owner desc;
+
+typedef struct run {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+    uint32_t count, late, cancel_at;
+    int32_t ids[MAX_OUT + 1];
+    uint32_t finish;
+} run;
+
+static int on_token(void *user, const llmr_engine_token *t)
+{
+    run *r = user;
+    pthread_mutex_lock(&r->lock);
+    if (r->done || r->count > MAX_OUT) {
+        r->late++;
+    } else {
+        r->ids[r->count++] = t->id;
+        if (t->finish != LLMR_ENGINE_FINISH_NONE) {
+            r->finish = t->finish;
+            r->done = true;
+            pthread_cond_broadcast(&r->cond);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return 0;
+}
+
+static void wait_done(run *r)
+{
+    pthread_mutex_lock(&r->lock);
+    while (!r->done)
+        pthread_cond_wait(&r->cond, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static llmr_engine_model *load(uint32_t max_batch)
+{
+    llmr_engine_load_params p = llmr_engine_load_default_params();
+    p.context_length = 1024;
+    p.threads = 2;
+    p.max_batch = max_batch;
+    llmr_engine_model *m = NULL;
+    if (api->load(&desc.desc, &p, &m) != LLMR_OK)
+        llmr_test_fail(__FILE__, __LINE__, "load: %s", api->last_error(NULL));
+    return m;
+}
+
+/* Request k: a prompt of 3 + 29k tokens (the last one 600), 4 + 3k tokens out. */
+static int32_t prompts[N][700];
+static uint32_t prompt_len(uint32_t k)
+{
+    return k == N - 1 ? 600 : 3 + 29 * k;
+}
+static uint32_t out_len(uint32_t k)
+{
+    return 4 + (3 * k) % MAX_OUT;
+}
+
+static void submit(llmr_engine_model *m, uint32_t k, uint64_t id, run *r)
+{
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    llmr_engine_request_params p = llmr_engine_request_default_params();
+    p.request_id = id;
+    p.prompt = prompts[k];
+    p.prompt_len = prompt_len(k);
+    p.max_tokens = out_len(k);
+    p.temperature = 0.0f;
+    llmr_status st = api->submit(m, &p, on_token, r);
+    if (st != LLMR_OK) {
+        llmr_test_fail(__FILE__, __LINE__, "submit %u: %s", k, api->last_error(m));
+        r->done = true;
+    }
+}
+
+static run solo[N];
+
+TEST(each_request_alone)
+{
+    llmr_engine_model *m = load(1);
+    if (!m)
+        return;
+    for (uint32_t k = 0; k < N; k++) {
+        submit(m, k, 100 + k, &solo[k]);
+        wait_done(&solo[k]);
+        CHECK_EQ_INT(solo[k].finish, LLMR_ENGINE_FINISH_LENGTH);
+        CHECK_EQ_INT(solo[k].count, out_len(k));
+    }
+    api->unload(m);
+}
+
+TEST(sixteen_requests_together_give_exactly_their_solo_tokens)
+{
+    llmr_engine_model *m = load(N);
+    if (!m)
+        return;
+    llmr_engine_model_info info = {.struct_size = sizeof info};
+    CHECK_EQ_INT(api->model_info(m, &info), LLMR_OK);
+    CHECK_EQ_INT(info.max_batch, N);
+    static run together[N];
+    for (uint32_t k = 0; k < N; k++)
+        submit(m, k, 200 + k, &together[k]);
+    for (uint32_t k = 0; k < N; k++) {
+        wait_done(&together[k]);
+        CHECK_EQ_INT(together[k].finish, LLMR_ENGINE_FINISH_LENGTH);
+        CHECK_EQ_INT(together[k].count, solo[k].count);
+        bool same = memcmp(together[k].ids, solo[k].ids, solo[k].count * sizeof(int32_t)) == 0;
+        if (!same)
+            llmr_test_fail(__FILE__, __LINE__, "request %u: batched tokens differ from its solo run", k);
+    }
+    api->unload(m);
+    for (uint32_t k = 0; k < N; k++)
+        CHECK_EQ_INT(together[k].late, 0);
+}
+
+static int cancel_on_token(void *user, const llmr_engine_token *t)
+{
+    run *r = user;
+    on_token(user, t);
+    return r->cancel_at && r->count >= r->cancel_at; /* "stop" from the callback */
+}
+
+TEST(cancelled_requests_end_and_the_others_keep_their_tokens)
+{
+    llmr_engine_model *m = load(N);
+    if (!m)
+        return;
+    static run r[N];
+    for (uint32_t k = 0; k < N; k++) {
+        memset(&r[k], 0, sizeof r[k]);
+        pthread_mutex_init(&r[k].lock, NULL);
+        pthread_cond_init(&r[k].cond, NULL);
+        r[k].cancel_at = k % 3 == 1 ? 2 : 0; /* a third stop themselves after 2 tokens */
+        llmr_engine_request_params p = llmr_engine_request_default_params();
+        p.request_id = 300 + k;
+        p.prompt = prompts[k];
+        p.prompt_len = prompt_len(k);
+        p.max_tokens = out_len(k);
+        p.temperature = 0.0f;
+        CHECK_EQ_INT(api->submit(m, &p, cancel_on_token, &r[k]), LLMR_OK);
+    }
+    CHECK_EQ_INT(api->cancel(m, 300 + 2), LLMR_OK); /* and one by call */
+    for (uint32_t k = 0; k < N; k++) {
+        wait_done(&r[k]);
+        if (k % 3 == 1 && out_len(k) > 2) {
+            CHECK_EQ_INT(r[k].finish, LLMR_ENGINE_FINISH_CANCELLED);
+        } else if (k != 2) {
+            CHECK_EQ_INT(r[k].finish, LLMR_ENGINE_FINISH_LENGTH);
+            CHECK(memcmp(r[k].ids, solo[k].ids, solo[k].count * sizeof(int32_t)) == 0);
+        }
+        /* every token before the end is the solo run's */
+        uint32_t tokens = r[k].finish == LLMR_ENGINE_FINISH_CANCELLED ? r[k].count - 1 : r[k].count;
+        CHECK(memcmp(r[k].ids, solo[k].ids, tokens * sizeof(int32_t)) == 0);
+    }
+    api->unload(m);
+}
+
+TEST(an_unload_gives_every_running_request_its_last_event)
+{
+    llmr_engine_model *m = load(4);
+    if (!m)
+        return;
+    static run r[8];
+    for (uint32_t k = 0; k < 8; k++)
+        submit(m, N - 1 - k % 2, 400 + k, &r[k]);
+    api->unload(m); /* returns once each has had its last event */
+    for (uint32_t k = 0; k < 8; k++) {
+        CHECK(r[k].done);
+        CHECK(r[k].finish == LLMR_ENGINE_FINISH_CANCELLED || r[k].finish == LLMR_ENGINE_FINISH_LENGTH);
+    }
+}
+
+int main(void)
+{
+    CHECK_EQ_INT(llmr_engine_negotiate(&host_api, &api), LLMR_OK);
+    for (uint32_t k = 0; k < N; k++)
+        for (uint32_t i = 0; i < sizeof prompts[k] / sizeof prompts[k][0]; i++)
+            prompts[k][i] = (int32_t)((k * 7919u + i * 104729u) % 199990u);
+    const char *tok = fx_tmpdir();
+    fx_write_text(tok, "tokenizer.json", "{\"version\": \"1.0\", \"model\": {\"type\": \"BPE\"}}");
+    static char model_dir[4096];
+    snprintf(model_dir, sizeof model_dir, "%s", fx_path(fx_tmpdir(), "tiny"));
+    llmr_synth_options o = {.preset = "gpt-oss-tiny", .out_dir = model_dir, .tokenizer_from = tok,
+                            .fill = LLMR_SYNTH_FILL_RANDOM, .seed = 3};
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (llmr_synth_snapshot(&o, &err) != LLMR_OK ||
+        llmr_model_desc_open("tiny", model_dir, "safetensors", NULL, &desc, &err) != LLMR_OK) {
+        llmr_test_fail(__FILE__, __LINE__, "the tiny model: %s", llmr_strbuf_cstr(&err));
+        llmr_strbuf_free(&err);
+        return llmr_test_finish();
+    }
+    llmr_strbuf_free(&err);
+    RUN(each_request_alone);
+    RUN(sixteen_requests_together_give_exactly_their_solo_tokens);
+    RUN(cancelled_requests_end_and_the_others_keep_their_tokens);
+    RUN(an_unload_gives_every_running_request_its_last_event);
+    llmr_model_desc_close(&desc);
+    return llmr_test_finish();
+}
