@@ -10,7 +10,8 @@
 # exits non-zero when a command fails or runs past its budget.  .ci/run runs it.
 #
 # Usage: scripts/fresh-clone-check.sh [run] [test]   (default: both)
-# Environment: RUN_BUDGET, TEST_BUDGET (seconds), FRESH_PORT (default 18080), KEEP=1
+# Environment: RUN_BUDGET, TEST_BUDGET (seconds), FRESH_PORT (default: the first free
+#   port from 18080), KEEP=1
 #   keeps the work directory (it is printed).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,8 +53,18 @@ in_fresh() {
 
 phases() { grep -E '^phase ' "$1" | sed 's/^/  /'; }
 
+# The first port from $port on that nothing listens on.
+free_port() {
+  local p
+  for ((p = port; p < port + 50; p++)); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+  done
+  echo "$port"
+}
+
 check_run() {
   fresh run || return 1
+  port=$(free_port)
   local log=$work/run/make-run.log key start=$SECONDS answered=
   key="llmr-fresh-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
   echo "=== fresh make run (budget ${run_budget} s), log $log"

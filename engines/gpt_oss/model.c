@@ -140,8 +140,8 @@ llmr_status gpt_config_read(gpt_config *c, const llmr_engine_model_desc *desc, c
 static const llmr_engine_tensor *find(const llmr_engine_model_desc *d, const char *name)
 {
     for (size_t i = 0; i < d->tensor_count; i++)
-        if (strcmp(d->tensors[i].name, name) == 0)
-            return &d->tensors[i];
+        if (strcmp(llmr_engine_desc_tensor(d, i)->name, name) == 0)
+            return llmr_engine_desc_tensor(d, i);
     return NULL;
 }
 

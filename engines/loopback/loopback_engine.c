@@ -118,8 +118,8 @@ static void describe(llmr_engine_info *out)
 static const llmr_engine_tensor *find_table(const llmr_engine_model_desc *desc)
 {
     for (size_t i = 0; i < desc->tensor_count; i++)
-        if (strcmp(desc->tensors[i].name, "next_token") == 0)
-            return &desc->tensors[i];
+        if (strcmp(llmr_engine_desc_tensor(desc, i)->name, "next_token") == 0)
+            return llmr_engine_desc_tensor(desc, i);
     return NULL;
 }
 

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define LLMR_ENGINE_ABI_MAJOR 1
-#define LLMR_ENGINE_ABI_MINOR 0
+#define LLMR_ENGINE_ABI_MINOR 1
 
 /* The one exported symbol, by name, for dlsym. */
 #define LLMR_ENGINE_NEGOTIATE_SYMBOL "llmr_engine_negotiate"
@@ -134,8 +134,20 @@ typedef struct llmr_engine_model_desc {
     const char *const *files; /* names relative to dir */
     const uint64_t *file_sizes;
     size_t tensor_count;      /* safetensors: every tensor, mapped; else 0 */
-    const llmr_engine_tensor *tensors;
+    const llmr_engine_tensor *tensors; /* read them with llmr_engine_desc_tensor() */
+    /* 1.1: bytes from one entry of tensors to the next, so that a later minor version
+     * can grow llmr_engine_tensor; 0 (or a 1.0 host's shorter struct): sizeof of 1.0's. */
+    size_t tensor_stride;
 } llmr_engine_model_desc;
+
+/* Tensor i of d, whatever the host's llmr_engine_tensor size. */
+static inline const llmr_engine_tensor *llmr_engine_desc_tensor(const llmr_engine_model_desc *d, size_t i)
+{
+    size_t stride = sizeof(llmr_engine_tensor);
+    if (LLMR_ENGINE_HAS(d, llmr_engine_model_desc, tensor_stride) && d->tensor_stride)
+        stride = d->tensor_stride;
+    return (const llmr_engine_tensor *)(const void *)((const char *)d->tensors + i * stride);
+}
 
 typedef struct llmr_engine_load_params {
     uint32_t struct_size;

@@ -367,6 +367,8 @@ static bool parse_args(int argc, char **argv, const llmr_config *cfg, serve_opts
     if (!good) {
         llmr_cli_error(CMD, "--concurrency takes up to %d levels of 1 to %d clients, like 1,8,64",
                        MAX_LEVELS, MAX_CONCURRENCY);
+        free(o->levels);
+        o->levels = NULL;
         return false;
     }
     return true;

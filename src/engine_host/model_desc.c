@@ -100,6 +100,7 @@ static llmr_status from_storage(llmr_model_desc_owner *o, llmr_model_format form
     o->desc.total_bytes = m->total_bytes;
     o->desc.file_count = m->file_count;
     o->desc.tensor_count = m->tensor_count;
+    o->desc.tensor_stride = sizeof(llmr_engine_tensor);
     return LLMR_OK;
 }
 

@@ -21,11 +21,21 @@ TEST(status_names_and_messages_come_from_one_list)
     CHECK_EQ_STR(llmr_status_name(LLMR_LOAD_FAILED), "LOAD_FAILED");
     CHECK_EQ_STR(llmr_status_name((llmr_status)999), "UNKNOWN");
     CHECK_EQ_STR(llmr_status_message((llmr_status)-1), "unknown status");
-    /* The ten coarse codes of the engine ABI keep their numbers. */
+    /* Every code keeps its number (the first ten cross the engine ABI and the wire). */
     CHECK_EQ_INT(LLMR_OK, 0);
     CHECK_EQ_INT(LLMR_OOM_VRAM, 1);
+    CHECK_EQ_INT(LLMR_OOM_RAM, 2);
+    CHECK_EQ_INT(LLMR_MODEL_CORRUPT, 3);
     CHECK_EQ_INT(LLMR_TIMEOUT, 4);
+    CHECK_EQ_INT(LLMR_CANCELLED, 5);
+    CHECK_EQ_INT(LLMR_UNSUPPORTED, 6);
+    CHECK_EQ_INT(LLMR_INTERNAL, 7);
+    CHECK_EQ_INT(LLMR_ABI_MISMATCH, 8);
     CHECK_EQ_INT(LLMR_LOAD_FAILED, 9);
+    CHECK_EQ_INT(LLMR_INVALID_ARGUMENT, 10);
+    CHECK_EQ_INT(LLMR_NOT_FOUND, 11);
+    CHECK_EQ_INT(LLMR_IO, 12);
+    CHECK_EQ_INT(LLMR_LIMIT_EXCEEDED, 13);
     for (int s = 0; s < LLMR_STATUS_COUNT; s++) {
         CHECK(strlen(llmr_status_name((llmr_status)s)) > 0);
         CHECK(strlen(llmr_status_message((llmr_status)s)) > 0);
