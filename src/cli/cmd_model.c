@@ -33,7 +33,8 @@ static void help(FILE *out)
     for (const char *const *p = llmr_gpt_oss_preset_names; *p; p++)
         fprintf(out, " %s", *p);
     fprintf(out, " loopback\n"
-                 "                        (gpt-oss-20b-2l: gpt-oss-20b's widths, two layers;\n"
+                 "                        (gpt-oss-120b: 36 layers, 128 experts, 65 GB;\n"
+                 "                        -2l: the model's widths, two layers;\n"
                  "                        gpt-oss-tiny: small widths, the real vocabulary;\n"
                  "                        loopback: a test model the loopback engine runs,\n"
                  "                        with real data and its own tokenizer; for trying a\n"

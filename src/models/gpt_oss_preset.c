@@ -1,13 +1,14 @@
-/* gpt-oss presets: see gpt_oss_preset.h.  Values of gpt-oss-20b as published in its
- * config.json; gpt-oss-20b-2l is gpt-oss-20b with its first two layers (one sliding,
- * one full), every width the same; the tiny preset keeps every field and the real
- * vocabulary (so the real tokenizer works with it) and shrinks the widths. */
+/* gpt-oss presets: see gpt_oss_preset.h.  Values of gpt-oss-20b and gpt-oss-120b as
+ * published in their config.json (120b: 36 layers and 128 experts, every width and every
+ * other field as 20b's); the -2l presets are those models with their first two layers
+ * (one sliding, one full), every width the same; the tiny preset keeps every field and
+ * the real vocabulary (so the real tokenizer works with it) and shrinks the widths. */
 #include "models/gpt_oss_preset.h"
 
 #include <string.h>
 
-const char *const llmr_gpt_oss_preset_names[] = {"gpt-oss-20b", "gpt-oss-20b-2l", "gpt-oss-tiny",
-                                                 NULL};
+const char *const llmr_gpt_oss_preset_names[] = {"gpt-oss-20b",  "gpt-oss-20b-2l", "gpt-oss-120b",
+                                                 "gpt-oss-120b-2l", "gpt-oss-tiny", NULL};
 
 typedef struct preset {
     const char *name;
@@ -17,6 +18,8 @@ typedef struct preset {
 static const preset presets[] = {
     {"gpt-oss-20b", 2880, 24, 64, 8, 64, 32, 4, 2880},
     {"gpt-oss-20b-2l", 2880, 2, 64, 8, 64, 32, 4, 2880},
+    {"gpt-oss-120b", 2880, 36, 64, 8, 64, 128, 4, 2880},
+    {"gpt-oss-120b-2l", 2880, 2, 64, 8, 64, 128, 4, 2880},
     {"gpt-oss-tiny", 64, 2, 4, 2, 16, 4, 2, 64},
 };
 

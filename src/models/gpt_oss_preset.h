@@ -1,7 +1,7 @@
-/* gpt-oss presets: the config.json and generation_config.json of openai/gpt-oss-20b,
- * and smaller variants with the same fields (gpt-oss-20b-2l: two layers of
- * gpt-oss-20b; gpt-oss-tiny: scaled-down widths), for the synthetic snapshot
- * generator and tests. */
+/* gpt-oss presets: the config.json and generation_config.json of openai/gpt-oss-20b and
+ * openai/gpt-oss-120b, and smaller variants with the same fields (gpt-oss-20b-2l,
+ * gpt-oss-120b-2l: two layers of those; gpt-oss-tiny: scaled-down widths), for the
+ * synthetic snapshot generator and tests. */
 #ifndef LLMR_MODELS_GPT_OSS_PRESET_H
 #define LLMR_MODELS_GPT_OSS_PRESET_H
 

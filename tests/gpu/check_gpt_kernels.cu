@@ -359,9 +359,9 @@ static float swiglu_ref(float g, float u)
 
 /* T tokens: 64 gives the experts about 8 rows each (the small tile), 600 about 75
  * (the large one). */
-static void check_moe_prefill(uint32_t T)
+static void check_moe_prefill(uint32_t T, uint32_t E)
 {
-    const uint32_t E = 32, k = 4, H = 2880, I = 2880;
+    const uint32_t k = 4, H = 2880, I = 2880;
     char what[96];
     Experts gu = random_experts(E, 2 * I, H), dn = random_experts(E, H, I);
     std::vector<uint16_t> xb;
@@ -393,7 +393,7 @@ static void check_moe_prefill(uint32_t T)
     for (uint32_t e = 0; e < E; e++)
         for (uint32_t s2 = off[e] + 1; s2 < off[e + 1]; s2++)
             bad += rows[s2] <= rows[s2 - 1];
-    snprintf(what, sizeof what, "%u tokens x 4 of 32 experts, stable", T);
+    snprintf(what, sizeof what, "%u tokens x 4 of %u experts, stable", T, E);
     report("k_moe_group", what, bad, 0);
 
     f16 *dx = reinterpret_cast<f16 *>(upload(xb));
@@ -557,9 +557,10 @@ static void check_moe_decode_scales()
     report("k_moe_down_gemv", "scales 2^-23 .. 2^13: worst of 37", worst, 1e-5);
 }
 
-static void check_router()
+static void check_router(uint32_t E)
 {
-    const uint32_t T = 33, H = 2880, E = 32, k = 4;
+    const uint32_t T = 33, H = 2880, k = 4;
+    char what[96];
     std::vector<uint16_t> wb;
     std::vector<float> wf;
     auto xf = random_f32((size_t)T * H, 1.0f);
@@ -585,7 +586,8 @@ static void check_router()
     double differ = 0;
     for (uint32_t i = 0; i < T * k; i++)
         differ += ids[i] != want_ids[i];
-    report("k_router", "33 tokens, top 4 of 32: ids that differ", differ, 0);
+    snprintf(what, sizeof what, "33 tokens, top 4 of %u: ids that differ", E);
+    report("k_router", what, differ, 0);
     report("k_router", "their softmax weights", rel_l2(w.data(), want_w.data(), T * k), 1e-5);
 
     /* the decode step's router in one launch, from the raw residual (normed inside), with
@@ -594,10 +596,10 @@ static void check_router()
     std::vector<float> xn(H), l1;
     gpt_rmsnorm(xn.data(), x1.data(), nw.data(), H, 1e-5f);
     cpu_linear(l1, xn, 1, wb, E, H, b.data());
-    uint32_t order[64];
+    std::vector<uint32_t> order(E);
     for (uint32_t e = 0; e < E; e++)
         order[e] = e;
-    std::sort(order, order + E, [&](uint32_t a, uint32_t c) { return l1[a] > l1[c]; });
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t c) { return l1[a] > l1[c]; });
     std::vector<uint16_t> wt = wb;
     std::vector<float> bt = b;
     std::copy(wt.begin() + (size_t)order[3] * H, wt.begin() + (size_t)(order[3] + 1) * H,
@@ -615,7 +617,8 @@ static void check_router()
     double differ1 = 0;
     for (uint32_t j = 0; j < k; j++)
         differ1 += ids1[j] != (int32_t)idx[j];
-    report("k_router_decode", "top 4 of 32, a tie at the 4th: ids that differ", differ1, 0);
+    snprintf(what, sizeof what, "top 4 of %u, a tie at the 4th: ids that differ", E);
+    report("k_router_decode", what, differ1, 0);
     report("k_router_decode", "their softmax weights", rel_l2(w1.data(), want1, k), 1e-5);
     auto xq = h_to_floats(download(reinterpret_cast<uint16_t *>(dxq), H));
     std::vector<float> xq_want(H);
@@ -882,12 +885,14 @@ int main()
     check_gemm(7, 64, 64);
     check_gemm(40, 5120, 2880);
     check_gemm(100, 2880, 4096);
-    check_router();
+    check_router(32);
+    check_router(128); /* gpt-oss-120b */
     check_rope();
     check_moe_decode();
     check_moe_decode_scales();
-    check_moe_prefill(64);
-    check_moe_prefill(600);
+    check_moe_prefill(64, 32);
+    check_moe_prefill(600, 32);
+    check_moe_prefill(600, 128); /* gpt-oss-120b */
     check_attention_decode(64, 8, 64, 3000, false, 0, 2999, 32);
     check_attention_decode(64, 8, 64, 128, true, 128, 2999, 2);
     check_attention_decode(64, 8, 64, 4096, false, 0, 5, 32);

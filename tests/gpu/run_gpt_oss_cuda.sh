@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The gpt-oss CUDA path on a GPU machine, in one command: the kernel check against the
-# CPU reference, the end-to-end checks against transformers (tiny and 20b-2l, bf16
-# tolerance), compute-sanitizer memcheck and racecheck on the tiny preset, and
+# CPU reference, the end-to-end checks against transformers (tiny, 20b-2l and 120b-2l,
+# bf16 tolerance), compute-sanitizer memcheck and racecheck on the tiny preset, and
 # `llmr bench engine` on a full-size synthetic gpt-oss-20b beside transformers on the
 # same weights.  Logs go to OUT; a summary table comes last.
 #
@@ -45,8 +45,8 @@ for step in $steps; do
       note "kernels: $(grep '^RESULT' "$out/kernels.log" || echo 'no result (crashed?)')"
       ;;
     e2e)
-      synth gpt-oss-tiny tiny 1 && synth gpt-oss-20b-2l l2 2
-      for m in tiny l2; do
+      synth gpt-oss-tiny tiny 1 && synth gpt-oss-20b-2l l2 2 && synth gpt-oss-120b-2l l120 4
+      for m in tiny l2 l120; do
         python3 "$bundle/tests/check_gpt_oss.py" "$llmr" "$models/$m" --tolerance bf16 \
           2>&1 | tee "$out/e2e-$m.log"
         note "e2e $m: $(grep '^RESULT' "$out/e2e-$m.log" || echo 'no result')"

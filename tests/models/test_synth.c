@@ -449,6 +449,19 @@ TEST(zeros_fill_is_sparse)
         CHECK_EQ_INT(m->tensor_count, 2 * 19 + 3);
     }
     llmr_model_close(m);
+
+    /* gpt-oss-120b-2l: gpt-oss-120b's 128 experts, two layers. */
+    const char *dir3 = new_dir("g120");
+    CHECK_EQ_INT(synth("gpt-oss-120b-2l", dir3, LLMR_SYNTH_FILL_ZEROS, 0, 0, 0), LLMR_OK);
+    m = open_model(dir3);
+    if (m) {
+        CHECK_EQ_INT(m->gpt_oss.num_hidden_layers, 2);
+        CHECK_EQ_INT(m->gpt_oss.hidden_size, 2880);
+        CHECK_EQ_INT(m->gpt_oss.num_local_experts, 128);
+        CHECK_EQ_INT(m->gpt_oss.num_experts_per_tok, 4);
+        CHECK_EQ_INT(m->tensor_count, 2 * 19 + 3);
+    }
+    llmr_model_close(m);
 }
 
 TEST(tokenizer_is_found_or_the_error_says_where_it_looked)

@@ -98,23 +98,31 @@ static __device__ __forceinline__ float warp_max(float v)
     return v;
 }
 
-/* The top-k of E (<= 64) logits by one warp: lanes hold two logits each, k rounds of
- * a warp argmax (ties to the lower expert, as the CPU reference), then the softmax
- * over the chosen.  Lanes < k write ids[lane] and weights[lane]. */
+/* The top-k of E (<= GPT_MAX_EXPERTS) logits by one warp: lane l holds logits l, l + 32,
+ * l + 64 and l + 96; k rounds of a warp argmax (ties to the lower expert, as the CPU
+ * reference), then the softmax over the chosen.  Lanes < k write ids[lane] and
+ * weights[lane]. */
 static __device__ __forceinline__ void warp_topk(int32_t *ids, float *weights, const float *logits, uint32_t E,
                                  uint32_t k)
 {
+    constexpr int PER = GPT_MAX_EXPERTS / 32;
     uint32_t lane = threadIdx.x & 31;
-    float v0 = lane < E ? logits[lane] : -FLT_MAX, v1 = lane + 32 < E ? logits[lane + 32] : -FLT_MAX;
+    float v[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++)
+        v[i] = lane + 32 * i < E ? logits[lane + 32 * i] : -FLT_MAX;
     float chosen_logit = 0, first = 0, sum = 0;
     int32_t chosen = -1;
     for (uint32_t j = 0; j < k; j++) {
-        float best = v0;
+        /* the lane's best: the first of its largest (its experts rise with i) */
+        float best = v[0];
         int32_t id = lane < E ? (int32_t)lane : 0x7fffffff;
-        if (v1 > best) {
-            best = v1;
-            id = (int32_t)(lane + 32);
-        }
+#pragma unroll
+        for (int i = 1; i < PER; i++)
+            if (v[i] > best) {
+                best = v[i];
+                id = (int32_t)(lane + 32 * i);
+            }
         for (int o = 16; o > 0; o >>= 1) {
             float ob = __shfl_xor_sync(0xffffffffu, best, o);
             int32_t oi = __shfl_xor_sync(0xffffffffu, id, o);
@@ -130,10 +138,10 @@ static __device__ __forceinline__ void warp_topk(int32_t *ids, float *weights, c
             chosen_logit = best;
         }
         sum += __expf(best - first);
-        if ((uint32_t)id == lane) /* out of the next rounds */
-            v0 = -FLT_MAX;
-        if ((uint32_t)id == lane + 32)
-            v1 = -FLT_MAX;
+#pragma unroll
+        for (int i = 0; i < PER; i++) /* out of the next rounds */
+            if ((uint32_t)id == lane + 32 * i)
+                v[i] = -FLT_MAX;
     }
     if (lane < k) {
         ids[lane] = chosen;

@@ -307,8 +307,8 @@ static llmr_status check_shapes(const gpt_config *c, char *err)
         why = "head_dim must be 64 (gpt-oss) or 16 (the tiny preset)";
     else if (c->heads % c->kv_heads || c->heads / c->kv_heads > 8)
         why = "query heads must be a multiple of KV heads, at most 8 per KV head";
-    else if (c->experts > 64 || c->top_k > 8 || c->top_k > c->experts)
-        why = "at most 64 experts and 8 per token";
+    else if (c->experts > GPT_MAX_EXPERTS || c->top_k > 8 || c->top_k > c->experts)
+        why = "at most 128 experts and 8 per token";
     else if (c->hidden % 64 || c->inter % 64 || c->hidden > 8192 || c->inter > 8192 ||
              c->heads * c->head_dim > 10240)
         why = "hidden and intermediate sizes must be multiples of 64, at most 8192 (the decode "

@@ -208,7 +208,7 @@ cudaError_t k_kv_store(const KvView *kv, const float *qkv, uint32_t pos0, uint32
 
 /* ---- the router ------------------------------------------------------------------------- */
 
-/* One block per token, a warp per expert (two when E > 32); 16-byte loads of the
+/* One block per token, a warp per expert (up to four when E > 32); 16-byte loads of the
  * router's fp16 rows against the token's normed input in fp32 (so the choice of
  * experts does not hang on fp16 rounding); then one warp picks the top k. */
 __global__ void __launch_bounds__(1024) router_kernel(int32_t *ids, float *weights, const float *xn,
@@ -217,11 +217,11 @@ __global__ void __launch_bounds__(1024) router_kernel(int32_t *ids, float *weigh
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
-    __shared__ float logits[64];
+    __shared__ float logits[GPT_MAX_EXPERTS];
     uint32_t t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const float4 *x4 = reinterpret_cast<const float4 *>(xn + (size_t)t * H);
     const uint32_t nw = blockDim.x >> 5;
-    /* the warp's experts (w, w + nw, ...: E <= 64) at once, so their loads overlap */
+    /* the warp's experts (w, w + nw, ...: E <= 8 nw) at once, so their loads overlap */
     float acc[8];
     const uint4 *we[8];
 #pragma unroll
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(1024) router_kernel(int32_t *ids, float *weigh
 cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w, const float *b,
                      uint32_t T, uint32_t H, uint32_t E, uint32_t k, cudaStream_t s)
 {
-    if (E > 64 || k > 8 || k > E || H % 8)
+    if (E > GPT_MAX_EXPERTS || k > 8 || k > E || H % 8)
         return cudaErrorInvalidValue;
     LAUNCH(router_kernel, T, 32 * min(E, 32u), 0, s, ids, weights, xn, w, b, H, E, k);
     return cudaGetLastError();
@@ -282,8 +282,8 @@ __global__ void __launch_bounds__(GROUP_THREADS) moe_group_kernel(int32_t *rows,
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
-    __shared__ uint32_t cnt[64], base[64];
-    __shared__ uint16_t in_warp[GROUP_THREADS / 32][64];
+    __shared__ uint32_t cnt[GPT_MAX_EXPERTS], base[GPT_MAX_EXPERTS];
+    __shared__ uint16_t in_warp[GROUP_THREADS / 32][GPT_MAX_EXPERTS];
     const uint32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     for (uint32_t e = tid; e < E; e += blockDim.x)
         cnt[e] = 0;
@@ -304,12 +304,12 @@ __global__ void __launch_bounds__(GROUP_THREADS) moe_group_kernel(int32_t *rows,
     const uint32_t below = (1u << lane) - 1u;
     for (uint32_t p0 = 0; p0 < pairs; p0 += blockDim.x) {
         __syncthreads(); /* base is written (first round) or updated (later ones) */
-        for (uint32_t i = tid; i < (GROUP_THREADS / 32) * 64; i += blockDim.x)
-            in_warp[i / 64][i % 64] = 0;
+        for (uint32_t i = tid; i < (GROUP_THREADS / 32) * GPT_MAX_EXPERTS; i += blockDim.x)
+            in_warp[i / GPT_MAX_EXPERTS][i % GPT_MAX_EXPERTS] = 0;
         __syncthreads();
         uint32_t p = p0 + tid;
         bool valid = p < pairs;
-        uint32_t e = valid ? (uint32_t)ids[p] : 64u + lane; /* invalid lanes match no one */
+        uint32_t e = valid ? (uint32_t)ids[p] : GPT_MAX_EXPERTS + lane; /* invalid lanes match no one */
         uint32_t same = __match_any_sync(0xffffffffu, e);
         if (valid && (same & below) == 0) /* the first lane of its expert in this warp */
             in_warp[warp][e] = (uint16_t)__popc(same);
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(GROUP_THREADS) moe_group_kernel(int32_t *rows,
 cudaError_t k_moe_group(int32_t *rows, int32_t *slot_of, uint32_t *counts, uint32_t *offsets,
                         const int32_t *ids, uint32_t T, uint32_t k, uint32_t E, cudaStream_t s)
 {
-    if (E > 64)
+    if (E > GPT_MAX_EXPERTS)
         return cudaErrorInvalidValue;
     LAUNCH(moe_group_kernel, 1, GROUP_THREADS, 0, s, rows, slot_of, counts, offsets, ids, T * k, k, E);
     return cudaGetLastError();

@@ -162,7 +162,7 @@ cudaError_t k_gemv_f16(float *y, const f16 *W, const float *b, const float *x,
 
 /* ---- the decode step's router ------------------------------------------------------------ */
 
-/* One block: warp w takes experts w, w + 32 (E <= 64), the vector staged and normed
+/* One block: warp w takes experts w, w + 32, ... (E <= GPT_MAX_EXPERTS), the vector staged and normed
  * once; the logits stay in shared memory for warp 0's top-k. */
 __global__ void __launch_bounds__(1024) router_decode_kernel(int32_t *ids, float *weights,
                                                              f16 *x_operand, const float *x,
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(1024) router_decode_kernel(int32_t *ids, float
 {
     constexpr int U = 8;
     extern __shared__ __align__(16) float xs[];
-    __shared__ float logits[64];
+    __shared__ float logits[GPT_MAX_EXPERTS];
     uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n = H / 8;
     const uint4 *w0 = reinterpret_cast<const uint4 *>(W + (size_t)min(warp, E - 1) * H);
     uint4 u[U]; /* the first row's first loads, before waiting */
@@ -212,7 +212,7 @@ cudaError_t k_router_decode(int32_t *ids, float *weights, f16 *x_operand, const 
                             const float *norm_w, float eps, const f16 *w, const float *b,
                             uint32_t H, uint32_t E, uint32_t k, cudaStream_t s)
 {
-    if (E > 64 || k > 8 || k > E || H % 8 || H > 10240 || !aligned16(x) || !aligned16(norm_w))
+    if (E > GPT_MAX_EXPERTS || k > 8 || k > E || H % 8 || H > 10240 || !aligned16(x) || !aligned16(norm_w))
         return cudaErrorInvalidValue;
     LAUNCH(router_decode_kernel, 1, 32 * min(E, 32u), padded_bytes(H), s, ids, weights, x_operand,
            x, norm_w, eps, w, b, H, E, k);

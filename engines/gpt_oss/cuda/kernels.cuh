@@ -23,6 +23,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+/* Experts the router and grouping kernels take at most (gpt-oss-120b has 128). */
+#define GPT_MAX_EXPERTS 128u
+
 typedef __nv_bfloat16 bf16;
 typedef __half f16;
 
