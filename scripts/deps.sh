@@ -71,6 +71,9 @@ if [[ $(id -u) -ne 0 ]]; then
   fi
 fi
 
+# One install at a time (`make -j test` starts both sets' checks at once).
+exec 9>"${TMPDIR:-/tmp}/llmr-deps.lock"
+flock 9
 echo "deps: installing ${missing[*]} (for $set_name)"
 start=$SECONDS
 export DEBIAN_FRONTEND=noninteractive

@@ -63,7 +63,7 @@ free_port() {
 }
 
 check_run() {
-  fresh run || return 1
+  fresh run || { summary+=("make run: FAILED: no clean clone"); failed=1; return; }
   port=$(free_port)
   local log=$work/run/make-run.log key start=$SECONDS answered=
   key="llmr-fresh-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
@@ -91,8 +91,11 @@ check_run() {
   wait "$serve_group" 2>/dev/null
   serve_group=
   phases "$log"
-  if [[ -n $answered ]]; then
+  if [[ -n $answered ]] && ((answered <= run_budget)); then
     summary+=("make run: first chat answered after $answered s (budget $run_budget s)")
+  elif [[ -n $answered ]]; then
+    summary+=("make run: FAILED: the first chat answered after $answered s, past the budget of $run_budget s")
+    failed=1
   else
     summary+=("make run: FAILED: no chat answer within $run_budget s (log $log)")
     failed=1
@@ -100,7 +103,7 @@ check_run() {
 }
 
 check_test() {
-  fresh test || return 1
+  fresh test || { summary+=("make test: FAILED: no clean clone"); failed=1; return; }
   local log=$work/test/make-test.log start=$SECONDS rc
   echo "=== fresh make test (budget ${test_budget} s), log $log"
   in_fresh test timeout "$((test_budget + 60))" make test >"$log" 2>&1

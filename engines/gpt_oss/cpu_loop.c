@@ -16,7 +16,6 @@
 #include "gpt_engine.h"
 #include "llmr/engine_options.h"
 
-#define LOOP_MAX_RUNNING 16u          /* requests in one step on the CPU by default */
 #define LOOP_TOKEN_BUDGET (4 * GPT_CHUNK)
 #define LOOP_BLOCK_TOKENS 16u
 #define LOOP_INITIAL_CACHE 512u
@@ -101,6 +100,15 @@ static void sweep(gpt_loop *L, bool stopping)
                 i++;
         }
     }
+}
+
+/* Ends every request in the scheduler with status st (nothing can go on). */
+static void fail_all(gpt_loop *L, llmr_status st, const char *why)
+{
+    while (L->sched.n_running)
+        end_failed(L, L->sched.running[0]->user, st, why);
+    while (L->sched.n_waiting)
+        end_failed(L, L->sched.waiting[0]->user, st, why);
 }
 
 /* ---- a step -------------------------------------------------------------------------- */
@@ -252,7 +260,7 @@ static void *loop_main(void *arg)
             continue;
         }
         if (!llmr_sched_plan(&L->sched, &L->step)) {
-            sweep(L, true); /* out of host memory: nothing can go on */
+            fail_all(L, LLMR_OOM_RAM, "out of host memory for the step's plan");
             continue;
         }
         if (L->step.n_items)
@@ -273,7 +281,7 @@ bool gpt_loop_start(llmr_engine_model *e, uint32_t max_batch, char err[GPT_ERR_M
         return false;
     }
     L->e = e;
-    uint32_t running = max_batch ? max_batch : LOOP_MAX_RUNNING;
+    uint32_t running = max_batch ? max_batch : GPT_LOOP_DEFAULT_BATCH;
     llmr_sched_params p = {0};
     p.token_budget = LOOP_TOKEN_BUDGET;
     p.max_running = running;

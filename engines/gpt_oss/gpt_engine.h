@@ -28,6 +28,7 @@
 #endif
 
 #define GPT_ERR_MAX 512
+#define GPT_LOOP_DEFAULT_BATCH 16u /* requests the CPU's step loop runs at once by default */
 
 typedef struct gpt_loop gpt_loop;
 
@@ -92,7 +93,8 @@ void gpt_request_fail(request *r, llmr_status st, const char *message);
  * default).  False with err on failure. */
 bool gpt_loop_start(llmr_engine_model *e, uint32_t max_batch, char err[GPT_ERR_MAX]);
 /* Hands r (in the model's list already) to the loop; its events come from the loop's
- * thread. */
+ * thread.  Called with the model's lock held (the loop never takes it while holding its
+ * own). */
 void gpt_loop_submit(llmr_engine_model *e, request *r);
 /* Wakes the loop so that it sees a cancel. */
 void gpt_loop_wake(llmr_engine_model *e);

@@ -36,7 +36,6 @@
 
 #define ERR_MAX GPT_ERR_MAX
 #define INITIAL_CACHE 512u
-#define CPU_ESTIMATE_BATCH 2u /* requests whose first INITIAL_CACHE positions estimate() counts */
 
 static const llmr_host_api *host;
 static _Thread_local char thread_error[ERR_MAX];
@@ -121,8 +120,10 @@ static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engin
     (void)p; /* the load parameters choose only between paths this build lacks */
 #endif
     /* The weights are read in place from the page cache; a request's cache grows
-     * with its tokens: count one request of INITIAL_CACHE positions each. */
-    out->ram_bytes = desc->total_bytes + gpt_model_ram_estimate(&c, INITIAL_CACHE, CPU_ESTIMATE_BATCH);
+     * with its tokens: count INITIAL_CACHE positions for each request the step loop
+     * runs at once. */
+    out->ram_bytes = desc->total_bytes +
+                     gpt_model_ram_estimate(&c, INITIAL_CACHE, p->max_batch ? p->max_batch : GPT_LOOP_DEFAULT_BATCH);
     return LLMR_OK;
 }
 
@@ -503,9 +504,9 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
 #endif
     r->next = e->requests;
     e->requests = r;
-    pthread_mutex_unlock(&e->lock);
-    if (e->loop)
+    if (e->loop) /* under the model's lock: an unload cannot stop the loop in between */
         gpt_loop_submit(e, r);
+    pthread_mutex_unlock(&e->lock);
     return LLMR_OK;
 }
 

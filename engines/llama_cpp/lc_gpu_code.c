@@ -37,6 +37,8 @@ static bool parse_target(const char *t, size_t n, int *major, int *minor, bool *
 bool lc_gpu_code_runs_on(const char *targets, int ptx_driver, int cc_major, int cc_minor,
                          int driver)
 {
+    if (driver < ptx_driver / 1000 * 1000)
+        return false; /* the build's CUDA runtime (e.g. libcudart.so.13) needs that major */
     for (const char *p = targets; p && *p;) {
         while (*p == ' ')
             p++;
@@ -64,7 +66,7 @@ void lc_gpu_code_why_not(const char *targets, int ptx_driver, int ordinal, int c
              "llama.cpp's CUDA library here has GPU code for %s, its PTX compiled by a driver for "
              "CUDA %d.%d or newer; GPU %d is compute capability %d.%d under a driver for CUDA "
              "%d.%d, so it cannot run it: update the NVIDIA driver, or build llama.cpp for this "
-             "GPU (make on this machine does; LLMR_LLAMA_CPP=source make forces it)",
+             "GPU from source (LLMR_LLAMA_CPP=source make)",
              targets, ptx_driver / 1000, ptx_driver % 1000 / 10, ordinal, cc_major, cc_minor,
              driver / 1000, driver % 1000 / 10);
 }

@@ -10,7 +10,8 @@
 
 /* Whether code for `targets` (space-separated) runs on a GPU of compute capability
  * cc_major.cc_minor under a driver for CUDA `driver` (13000 for 13.0), the PTX needing a
- * driver of at least `ptx_driver`. */
+ * driver of at least `ptx_driver`, and anything at all a driver of its CUDA major (the
+ * runtime the build links, e.g. libcudart.so.13, needs that). */
 bool lc_gpu_code_runs_on(const char *targets, int ptx_driver, int cc_major, int cc_minor,
                          int driver);
 /* The sentence that says why not, and what to do. */

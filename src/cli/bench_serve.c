@@ -83,7 +83,7 @@ typedef struct level {
     char url[600];
     char **bodies;
     uint32_t n_requests, concurrency;
-    atomic_uint next;
+    atomic_uint next, finished;
     bss_result *results;
 } level;
 
@@ -95,6 +95,7 @@ static void *client(void *arg)
         if (i >= l->n_requests)
             return NULL;
         bss_run(l->url, l->o->key, l->bodies[i], l->o->timeout_s, &l->results[i]);
+        atomic_fetch_add(&l->finished, 1);
     }
 }
 
@@ -206,9 +207,12 @@ static bool run_level(const serve_opts *o, uint32_t concurrency, uint64_t *rng, 
     for (; ok && started < concurrency; started++)
         if (pthread_create(&threads[started], NULL, client, &l) != 0)
             break;
-    /* the KV cache in use, sampled while the clients run */
+    if (ok && started < concurrency)
+        fprintf(stderr, "bench serve: only %u of %u clients could start (threads)\n", started,
+                concurrency);
+    /* the KV cache in use, sampled while requests run */
     rep->kv_used_max = -1;
-    while (ok && atomic_load(&l.next) < l.n_requests) {
+    while (ok && started && atomic_load(&l.finished) < l.n_requests) {
         double kv = kv_used_tokens(o);
         if (kv > rep->kv_used_max)
             rep->kv_used_max = kv;
@@ -249,7 +253,7 @@ static bool run_level(const serve_opts *o, uint32_t concurrency, uint64_t *rng, 
         if (r->first_ns && out > 1 && r->end_ns > r->first_ns) /* tokens/s x 1000, as integers */
             speed[n_speed++] = (uint64_t)((out - 1) * 1e12 / (double)(r->end_ns - r->first_ns));
     }
-    rep->concurrency = concurrency;
+    rep->concurrency = started; /* the clients that ran */
     rep->requests = l.n_requests;
     rep->seconds = (double)(t1 - t0) / 1e9;
     rep->output_tps = rep->output_tokens / rep->seconds;

@@ -24,12 +24,21 @@ TEST(the_prebuilt_library_needs_a_cuda_13_1_driver_on_hopper)
 
 TEST(machine_code_runs_on_its_major_and_later_minors)
 {
-    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 8, 6, 12000));
-    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 8, 7, 12000));
-    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 8, 9, 12000));
-    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 12, 0, 12000));
-    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 12, 1, 12000));
+    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 8, 6, 13000));
+    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 8, 7, 13000));
+    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 8, 9, 13000));
+    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 12, 0, 13000));
+    CHECK(lc_gpu_code_runs_on(prebuilt, 13010, 12, 1, 13000));
     CHECK(!lc_gpu_code_runs_on("sm_86", 0, 8, 0, 13000));
+}
+
+TEST(nothing_runs_under_a_driver_older_than_the_builds_cuda)
+{
+    /* libcudart.so.13 needs a driver for CUDA 13: machine code or not */
+    CHECK(!lc_gpu_code_runs_on(prebuilt, 13010, 8, 6, 12090));
+    CHECK(!lc_gpu_code_runs_on(prebuilt, 13010, 12, 0, 12080));
+    CHECK(lc_gpu_code_runs_on("sm_90a", 12040, 9, 0, 12040)); /* a CUDA 12.4 build */
+    CHECK(!lc_gpu_code_runs_on("sm_90a", 12040, 9, 0, 11080));
 }
 
 TEST(arch_specific_code_runs_on_that_gpu_alone)
@@ -62,6 +71,7 @@ int main(void)
 {
     RUN(the_prebuilt_library_needs_a_cuda_13_1_driver_on_hopper);
     RUN(machine_code_runs_on_its_major_and_later_minors);
+    RUN(nothing_runs_under_a_driver_older_than_the_builds_cuda);
     RUN(arch_specific_code_runs_on_that_gpu_alone);
     RUN(nonsense_targets_run_nowhere);
     RUN(the_refusal_names_the_gpu_the_driver_and_the_way_out);

@@ -23,6 +23,8 @@ typedef struct job {
     int32_t *prompt;
     int32_t out[512];
     uint32_t n_out;
+    uint32_t cancel_at;   /* the step at which it is cancelled (0: never) */
+    uint32_t preemptions; /* its sequence's, when it ended */
     bool done, cancelled;
     llmr_sched_seq *seq;
 } job;
@@ -113,6 +115,14 @@ static void run_jobs(llmr_sched *s, job *jobs, uint32_t n, const uint32_t *arriv
             CHECK_EQ_INT(rc, LLMR_OK);
             added++;
         }
+        for (uint32_t k = 0; k < n; k++) /* cancels, in whatever state the sequence is */
+            if (jobs[k].seq && jobs[k].cancel_at && jobs[k].cancel_at <= step) {
+                jobs[k].preemptions = jobs[k].seq->preemptions;
+                llmr_sched_finish(s, jobs[k].seq);
+                jobs[k].seq = NULL;
+                jobs[k].done = jobs[k].cancelled = true;
+                finished++;
+            }
         if (!llmr_sched_plan(s, &st)) {
             CHECK(!"plan ran out of memory");
             break;
@@ -141,6 +151,7 @@ static void run_jobs(llmr_sched *s, job *jobs, uint32_t n, const uint32_t *arriv
             if (generated > j->n_out && j->n_out < 512)
                 j->out[j->n_out++] = q->tokens[q->len - 1];
             if (llmr_sched_at_length(q)) {
+                j->preemptions = q->preemptions;
                 llmr_sched_finish(s, q);
                 j->seq = NULL;
                 j->done = true;
@@ -259,6 +270,12 @@ TEST(when_blocks_run_out_the_youngest_is_preempted_and_its_output_is_unchanged)
     run_jobs(&s, jobs, N, NULL, &t);
     CHECK(t.preempted > 0);
     CHECK(s.preemptions == t.preempted);
+    /* the oldest is never the one preempted: it always goes on */
+    CHECK_EQ_INT(jobs[0].preemptions, 0);
+    uint32_t preempted_jobs = 0;
+    for (uint32_t k = 0; k < N; k++)
+        preempted_jobs += jobs[k].preemptions > 0;
+    CHECK(preempted_jobs > 0);
     for (uint32_t k = 0; k < N; k++) {
         CHECK_EQ_INT(jobs[k].n_out, 300);
         CHECK(memcmp(jobs[k].out, solo[k].out, 300 * sizeof(int32_t)) == 0);
@@ -401,6 +418,8 @@ TEST(random_traffic_keeps_every_invariant_and_every_block)
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         job_init(&jobs[k], 1 + (uint32_t)(rng >> 33) % 700, 1 + (uint32_t)(rng >> 45) % 300, k);
         arrive[k] = (uint32_t)(rng >> 20) % 400;
+        if (k % 5 == 0) /* a fifth are cancelled, waiting, reading or decoding */
+            jobs[k].cancel_at = arrive[k] + (uint32_t)(rng >> 10) % 60;
     }
     llmr_sched s;
     char err[LLMR_SCHED_ERR_MAX];
@@ -411,8 +430,12 @@ TEST(random_traffic_keeps_every_invariant_and_every_block)
     run_jobs(&s, jobs, N, arrive, &t);
     CHECK(t.max_items <= 12);
     CHECK_EQ_INT(llmr_sched_blocks_used(&s), 0);
-    for (uint32_t k = 0; k < N; k++)
+    uint32_t cancelled = 0;
+    for (uint32_t k = 0; k < N; k++) {
         CHECK(jobs[k].done);
+        cancelled += jobs[k].cancelled;
+    }
+    CHECK(cancelled > 0);
     llmr_sched_free(&s);
     free_jobs(jobs, N);
 }

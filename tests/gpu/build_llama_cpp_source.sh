@@ -39,11 +39,12 @@ cc -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -pthread \
   "$root"/engines/llama_cpp/*.c -o "$plugin/libllmr_engine_llama_cpp_cuda.so" \
   -L"$variant/lib" -lllama -lggml -lggml-base -lm -ldl '-Wl,-rpath,$ORIGIN/lib'
 targets=$(sed 's/\([^ ]*\)/"\1"/g; s/ /, /g' "$variant/gpu_targets")
+abi=$(sed -n 's/^#define LLMR_ENGINE_ABI_MAJOR \([0-9]*\)/\1/p' "$root/include/llmr/engine.h").$(sed -n 's/^#define LLMR_ENGINE_ABI_MINOR \([0-9]*\)/\1/p' "$root/include/llmr/engine.h")
 cat >"$plugin/manifest.json" <<JSON
 {
   "id": "llama-cpp-cuda",
   "version": "0.1.0",
-  "abi_version": "1.0",
+  "abi_version": "$abi",
   "runtimes": ["llama_cpp"],
   "formats": ["gguf"],
   "architectures": ["*"],
