@@ -23,7 +23,7 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: llmr model synth --preset NAME --out DIR [--tokenizer-from DIR]\n"
-            "                        [--fill random|zeros] [--seed N] [--threads N]\n"
+            "                        [--fill random|zeros|sparse] [--seed N] [--threads N]\n"
             "                        [--max-shard-bytes N]\n\n"
             "Writes a Hugging Face-layout snapshot of a preset to DIR (which must not exist or\n"
             "be empty): config.json, generation_config.json, shards model-0000N-of-0000M\n"
@@ -39,13 +39,17 @@ static void help(FILE *out)
                  "                        loopback: a test model the loopback engine runs,\n"
                  "                        with real data and its own tokenizer; for trying a\n"
                  "                        node without a GPU)\n"
-                 "  --fill random|zeros   random (default): weights with a trained model's\n"
+                 "  --fill random|zeros|sparse\n"
+                 "                        random (default): weights with a trained model's\n"
                  "                        scales (normal linear weights of sigma 1/sqrt(in),\n"
                  "                        norms near 1, MXFP4 experts of rms ~1/sqrt(in)),\n"
                  "                        the same bytes for the same seed and any --threads;\n"
                  "                        gpt-oss-20b's 13.8 GB take about a minute.  zeros:\n"
                  "                        sparse files, no disk space and under a second (for\n"
-                 "                        header checks and benchmarks)\n"
+                 "                        header checks).  sparse: zeros too, but MXFP4 scales\n"
+                 "                        of 2^0, which the GPU path takes (zero scale bytes\n"
+                 "                        mean 2^-127): a full-size model for timing on a small\n"
+                 "                        disk (1/17 of the experts' bytes are written)\n"
                  "  --seed N              the random fill's seed (default 0)\n"
                  "  --threads N           threads generating data (default: the CPUs online)\n"
                  "  --tokenizer-from DIR  copy tokenizer.json (required), tokenizer_config.json,\n"
@@ -107,8 +111,10 @@ static int synth(int argc, char **argv)
                 o.fill = LLMR_SYNTH_FILL_RANDOM;
             } else if (!bad && strcmp(v, "zeros") == 0) {
                 o.fill = LLMR_SYNTH_FILL_ZEROS;
+            } else if (!bad && strcmp(v, "sparse") == 0) {
+                o.fill = LLMR_SYNTH_FILL_SPARSE;
             } else if (!bad) {
-                llmr_cli_error("model synth", "--fill is random or zeros, not \"%s\"", v);
+                llmr_cli_error("model synth", "--fill is random, zeros or sparse, not \"%s\"", v);
                 bad = true;
             }
         } else if (llmr_cli_option(argc, argv, &i, "--seed", &v, &bad)) {
@@ -186,7 +192,7 @@ static int synth(int argc, char **argv)
     }
     llmr_strbuf_free(&err);
     fprintf(stderr, "wrote %s (preset %s, %s fill)\n", o.out_dir, o.preset,
-            o.fill == LLMR_SYNTH_FILL_RANDOM ? "random" : "zeros");
+            o.fill == LLMR_SYNTH_FILL_RANDOM ? "random" : o.fill == LLMR_SYNTH_FILL_SPARSE ? "sparse" : "zeros");
     return LLMR_EXIT_OK;
 }
 

@@ -311,6 +311,17 @@ static llmr_status fill_shard(void *ctx, size_t index, uint64_t offset, uint8_t 
     return LLMR_OK;
 }
 
+/* LLMR_SYNTH_FILL_SPARSE: MXFP4 scales 2^0, everything else zeros (the writer leaves
+ * chunks of zeros as holes). */
+static llmr_status fill_sparse(void *ctx, size_t index, uint64_t offset, uint8_t *buf, size_t len)
+{
+    (void)offset;
+    const shard_fill *f = ctx;
+    const llmr_st_write_tensor *t = &f->t[index];
+    memset(buf, t->dtype == LLMR_DTYPE_U8 && ends_with(t->name, "_scales") ? 127 : 0, len);
+    return LLMR_OK;
+}
+
 /* ---- Progress ------------------------------------------------------------------ */
 
 typedef struct progress {
@@ -516,8 +527,8 @@ static llmr_status write_shards(const llmr_synth_options *o, const llmr_st_write
         pr.before = total;
         shard_fill sf = {.t = t + first, .seed = o->seed};
         char *path = llmr_path_join(o->out_dir, name);
-        st = path ? llmr_st_write_file_parallel(path, t + first, count, meta,
-                                                random ? fill_shard : NULL, &sf, &wo, err)
+        llmr_st_fill_fn fill = random ? fill_shard : o->fill == LLMR_SYNTH_FILL_SPARSE ? fill_sparse : NULL;
+        st = path ? llmr_st_write_file_parallel(path, t + first, count, meta, fill, &sf, &wo, err)
                   : LLMR_OOM_RAM;
         free(path);
         if (st != LLMR_OK)
@@ -537,9 +548,10 @@ static llmr_status write_shards(const llmr_synth_options *o, const llmr_st_write
                     s > 0 ? total / 1e6 / s : 0.0);
         else
             fprintf(o->progress,
-                    "synth: wrote %.2f GB (%zu tensors in %zu shards, zeros as sparse files) "
+                    "synth: wrote %.2f GB (%zu tensors in %zu shards, zeros as sparse files%s) "
                     "in %.1f s\n",
-                    total / 1e9, n, shards, s);
+                    total / 1e9, n, shards,
+                    o->fill == LLMR_SYNTH_FILL_SPARSE ? ", MXFP4 scales 2^0" : "", s);
     }
 done:
     if (st == LLMR_OOM_RAM && err->len == 0)
@@ -566,7 +578,8 @@ llmr_status llmr_synth_snapshot(const llmr_synth_options *o, llmr_strbuf *err)
     llmr_tensor_specs specs;
     llmr_tensor_specs_init(&specs);
     const char *tokenizer = NULL;
-    if (o->fill != LLMR_SYNTH_FILL_ZEROS && o->fill != LLMR_SYNTH_FILL_RANDOM) {
+    if (o->fill != LLMR_SYNTH_FILL_ZEROS && o->fill != LLMR_SYNTH_FILL_RANDOM &&
+        o->fill != LLMR_SYNTH_FILL_SPARSE) {
         llmr_strbuf_puts(err, "unknown fill");
         st = LLMR_INVALID_ARGUMENT;
         goto done;

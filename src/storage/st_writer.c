@@ -111,6 +111,14 @@ static void job_fail(fill_job *j, llmr_status st, size_t tensor, bool in_fill, i
     atomic_store(&j->stop, true);
 }
 
+static bool all_zero(const uint8_t *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (buf[i])
+            return false;
+    return true;
+}
+
 /* Takes chunks until none is left or something failed. */
 static void *fill_worker(void *arg)
 {
@@ -137,7 +145,9 @@ static void *fill_worker(void *arg)
             job_fail(j, st, i, true, 0);
             break;
         }
-        if (!llmr_pwrite_all(j->fd, buf, len, j->at[i] + off)) {
+        /* A chunk of zeros stays a hole: the file was sized first, so it reads as zeros
+         * and takes no disk (a sparse snapshot with a few filled tensors). */
+        if (!all_zero(buf, len) && !llmr_pwrite_all(j->fd, buf, len, j->at[i] + off)) {
             job_fail(j, LLMR_IO, i, false, errno);
             break;
         }
