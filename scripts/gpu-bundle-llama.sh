@@ -15,7 +15,7 @@ build=${1:?usage: gpu-bundle-llama.sh BUILD_DIR [OUT]}
 out=${2:-dist/llama}
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -d "$build/engines/llama-cpp-cuda" ]] || {
-  echo "gpu-bundle-llama: no llama-cpp-cuda plugin in $build (built without nvcc, or llama.cpp's CUDA variant failed)" >&2
+  echo "gpu-bundle-llama: no llama-cpp-cuda plugin in $build (built without nvcc, or the CUDA variant was left out or failed: scripts/llama-cpp.sh --which says why)" >&2
   exit 1
 }
 rm -rf "$out"
