@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "cli/bench.h"
+#include "cli/cli.h"
 #include "cli/bench_serve_stream.h"
 #include "cli/id_list.h"
 #include "common/clock.h"
@@ -305,59 +306,54 @@ static bool parse_args(int argc, char **argv, const llmr_config *cfg, serve_opts
     o->key = getenv("LLMR_API_KEY");
     const char *levels = "1,8,32,64,128,256";
     uint32_t seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = strcmp(a, "--url") == 0 || strcmp(a, "--router") == 0 || strcmp(a, "--model") == 0 ||
-                     strcmp(a, "--workload") == 0 || strcmp(a, "--concurrency") == 0 ||
-                     strcmp(a, "--requests") == 0 || strcmp(a, "--prompt-len") == 0 ||
-                     strcmp(a, "--output-len") == 0 || strcmp(a, "--seed") == 0 ||
-                     strcmp(a, "--vocab") == 0 || strcmp(a, "--json") == 0 ||
-                     strcmp(a, "--timeout") == 0 || strcmp(a, "--api-key") == 0;
-        if (!takes) {
-            llmr_cli_error(CMD, "unexpected argument \"%s\"; see llmr bench --help", a);
-            return false;
-        }
-        if (!v) {
-            llmr_cli_error(CMD, "%s needs a value", a);
-            return false;
-        }
-        i++;
-        bool ok = true;
-        if (strcmp(a, "--url") == 0 || strcmp(a, "--router") == 0) {
-            snprintf(o->url, sizeof o->url, "%s", v);
-            size_t n = strlen(o->url);
-            while (n && o->url[n - 1] == '/')
-                o->url[--n] = '\0';
-            o->router = strcmp(a, "--router") == 0;
-        } else if (strcmp(a, "--model") == 0) {
+    const char *url = NULL;
+    bool bad = false;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *v = NULL;
+        if (llmr_cli_option(argc, argv, &i, "--url", &v, &bad)) {
+            url = v;
+            o->router = false;
+        } else if (llmr_cli_option(argc, argv, &i, "--router", &v, &bad)) {
+            url = v;
+            o->router = true;
+        } else if (llmr_cli_option(argc, argv, &i, "--model", &v, &bad)) {
             o->model = v;
-        } else if (strcmp(a, "--workload") == 0) {
+        } else if (llmr_cli_option(argc, argv, &i, "--workload", &v, &bad)) {
             o->workload = v;
-            if (strcmp(v, "sharegpt-like") != 0 && strcmp(v, "fixed") != 0) {
+            if (!bad && strcmp(v, "sharegpt-like") != 0 && strcmp(v, "fixed") != 0) {
                 llmr_cli_error(CMD, "--workload is sharegpt-like or fixed, not \"%s\"", v);
-                ok = false;
+                bad = true;
             }
-        } else if (strcmp(a, "--concurrency") == 0) {
+        } else if (llmr_cli_option(argc, argv, &i, "--concurrency", &v, &bad)) {
             levels = v;
-        } else if (strcmp(a, "--requests") == 0) {
-            ok = parse_number(a, v, 1, 1000000, &o->requests);
-        } else if (strcmp(a, "--prompt-len") == 0) {
-            ok = parse_number(a, v, 1, 1000000, &o->prompt_len);
-        } else if (strcmp(a, "--output-len") == 0) {
-            ok = parse_number(a, v, 1, 1000000, &o->output_len);
-        } else if (strcmp(a, "--seed") == 0) {
-            ok = parse_number(a, v, 0, UINT32_MAX, &seed);
-        } else if (strcmp(a, "--vocab") == 0) {
-            ok = parse_number(a, v, 1, 100000000, &o->vocab);
-        } else if (strcmp(a, "--timeout") == 0) {
-            ok = parse_number(a, v, 1, 86400, &o->timeout_s);
-        } else if (strcmp(a, "--json") == 0) {
+        } else if (llmr_cli_option(argc, argv, &i, "--requests", &v, &bad)) {
+            bad = bad || !parse_number("--requests", v, 1, 1000000, &o->requests);
+        } else if (llmr_cli_option(argc, argv, &i, "--prompt-len", &v, &bad)) {
+            bad = bad || !parse_number("--prompt-len", v, 1, 1000000, &o->prompt_len);
+        } else if (llmr_cli_option(argc, argv, &i, "--output-len", &v, &bad)) {
+            bad = bad || !parse_number("--output-len", v, 1, 1000000, &o->output_len);
+        } else if (llmr_cli_option(argc, argv, &i, "--seed", &v, &bad)) {
+            bad = bad || !parse_number("--seed", v, 0, UINT32_MAX, &seed);
+        } else if (llmr_cli_option(argc, argv, &i, "--vocab", &v, &bad)) {
+            bad = bad || !parse_number("--vocab", v, 1, 100000000, &o->vocab);
+        } else if (llmr_cli_option(argc, argv, &i, "--timeout", &v, &bad)) {
+            bad = bad || !parse_number("--timeout", v, 1, 86400, &o->timeout_s);
+        } else if (llmr_cli_option(argc, argv, &i, "--json", &v, &bad)) {
             o->json_path = v;
-        } else if (strcmp(a, "--api-key") == 0) {
+        } else if (llmr_cli_option(argc, argv, &i, "--api-key", &v, &bad)) {
             o->key = v;
+        } else {
+            llmr_cli_error(CMD, "unexpected argument \"%s\"; see llmr bench --help", argv[i]);
+            bad = true;
         }
-        if (!ok)
-            return false;
+    }
+    if (bad)
+        return false;
+    if (url) {
+        snprintf(o->url, sizeof o->url, "%s", url);
+        size_t n = strlen(o->url);
+        while (n && o->url[n - 1] == '/')
+            o->url[--n] = '\0';
     }
     o->seed = seed;
     if (!o->model) {

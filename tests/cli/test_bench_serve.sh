@@ -59,7 +59,7 @@ expect 1 "requests the server refuses" -- "$LLMR" bench serve --url "$url" --mod
 has "$err" "but the model's vocabulary has 512 tokens" "the server's reason in the report"
 has "$out" '"errors":4' "every refused request counted"
 
-expect 1 "no server" -- "$LLMR" bench serve --url "http://127.0.0.1:1" --model loop --concurrency 1 --requests 2
+expect 1 "no server (options as --name=value)" -- "$LLMR" bench serve --url=http://127.0.0.1:1/ --model=loop --concurrency=1 --requests=2
 has "$err" "first error:" "a connection error in the report"
 
 expect 2 "no model" -- "$LLMR" bench serve --url "$url"
