@@ -21,9 +21,9 @@ fi
 if [[ -x "$build/tests/gpt-oss-kernel-check" ]]; then
   cp "$build/tests/gpt-oss-kernel-check" "$out/bin/"
 fi
-if [[ -x "$build/tests/gpt-oss-decode-kernel-bench" ]]; then
-  cp "$build/tests/gpt-oss-decode-kernel-bench" "$out/bin/"
-fi
+for tool in gpt-oss-decode-kernel-bench gpt-oss-step-kernel-bench; do
+  if [[ -x "$build/tests/$tool" ]]; then cp "$build/tests/$tool" "$out/bin/"; fi
+done
 # Libraries outside glibc and the CUDA driver: the GPU machine has those.
 for bin in "$out"/bin/*; do
   ldd "$bin" | awk '/=> \// {print $3}' | while read -r lib; do

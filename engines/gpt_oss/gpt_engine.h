@@ -2,14 +2,17 @@
  * ends of a request.
  *
  *   gpt_oss_engine.c  the engine ABI table: describe, estimate, load, unload, info,
- *                     memory, logits, submit, cancel; on the GPU a thread per request
- *   cpu_loop.c        on the CPU, one step loop per model over the step scheduler
- *                     (engines/sched): every running request advances in each step
+ *                     memory, logits, submit, cancel
+ *   step_loop.c       one step loop per model over the step scheduler (engines/sched):
+ *                     every running request advances in each step; on the CPU each
+ *                     request's chunk runs through its own cache (cpu_forward.h)
+ *   gpu_step.c        on the GPU, a step is one forward pass of every request's tokens
+ *                     over the paged KV cache (cuda/gpt_cuda.h)
  *
  * A request belongs to the model's list from submit until it is reaped after its last
  * event (done).  Its fields are written by submit before it is shared, then only by the
- * thread or loop that runs it, except `cancel` (any thread) and `done`/`cache_bytes`
- * (under the model's lock). */
+ * loop that runs it, except `cancel` (any thread) and `done`/`cache_bytes` (under the
+ * model's lock). */
 #ifndef GPT_OSS_ENGINE_H
 #define GPT_OSS_ENGINE_H
 
@@ -29,6 +32,7 @@
 
 #define GPT_ERR_MAX 512
 #define GPT_LOOP_DEFAULT_BATCH 16u /* requests the CPU's step loop runs at once by default */
+#define GPT_LOOP_GPU_BATCH 256u    /* and the GPU's (the most a step carries) */
 
 typedef struct gpt_loop gpt_loop;
 
@@ -44,15 +48,13 @@ struct llmr_engine_model {
 #ifdef LLMR_GPT_CUDA
     gpt_cuda *gpu; /* NULL: the CPU path */
 #endif
-    gpt_loop *loop; /* the CPU path's step loop (NULL on the GPU) */
+    gpt_loop *loop; /* the step loop */
     char error[GPT_ERR_MAX];
 };
 
 typedef struct request {
     struct request *next;
     llmr_engine_model *model;
-    pthread_t thread;
-    bool threaded;        /* runs on a thread of its own (the GPU path) */
     uint64_t id;
     int32_t *prompt;
     uint32_t prompt_len, max_tokens;
@@ -67,6 +69,9 @@ typedef struct request {
     float temperature;
     uint64_t seed;
     bool want_logprob;
+    float *row;           /* the GPU path's row of logits for the CPU sampler (not gpu_pick) */
+    float *logits_out;    /* a logits() request (GPU path): rows of positions logits_first.. */
+    uint32_t logits_first; /* of the prompt go here, and no token is generated */
     uint64_t cache_bytes; /* its KV cache now (under the model's lock) */
     /* the step loop's: */
     struct request *queued;  /* submitted, not yet in the scheduler */
@@ -87,7 +92,7 @@ void gpt_request_end(request *r, llmr_engine_token *ev);
 /* Ends r with finish ERROR, status st and message. */
 void gpt_request_fail(request *r, llmr_status st, const char *message);
 
-/* ---- cpu_loop.c ------------------------------------------------------------------- */
+/* ---- step_loop.c ------------------------------------------------------------------ */
 
 /* Starts the model's step loop (a thread) for up to max_batch requests at once (0: the
  * default).  False with err on failure. */
@@ -102,5 +107,22 @@ void gpt_loop_wake(llmr_engine_model *e);
 void gpt_loop_stop(llmr_engine_model *e);
 /* Requests the loop runs together at most (model_info's max_batch). */
 uint32_t gpt_loop_max_batch(const llmr_engine_model *e);
+
+#ifdef LLMR_GPT_CUDA
+/* ---- gpu_step.c ------------------------------------------------------------------- */
+
+/* The items of one GPU step (reused from step to step). */
+typedef struct gpt_gpu_items {
+    gpt_cuda_item *items;
+    uint32_t cap;
+} gpt_gpu_items;
+
+/* Runs the step's items on the GPU in one forward pass; picked[i] gets item i's token
+ * where it samples (its request's `last` is set), -1 elsewhere.  LLMR_OK, or the status
+ * with which every request of the step fails (err says why). */
+llmr_status gpt_gpu_step_run(llmr_engine_model *e, gpt_gpu_items *buf, const llmr_sched_step *step,
+                             int32_t *picked, char err[GPT_ERR_MAX]);
+void gpt_gpu_items_free(gpt_gpu_items *buf);
+#endif
 
 #endif

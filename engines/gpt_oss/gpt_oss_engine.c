@@ -2,18 +2,18 @@
  * engine ABI of include/llmr/engine.h over two paths: CUDA (cuda/gpt_cuda.h, when the
  * plugin was built with nvcc and the host gives it a GPU) and the CPU reference
  * (model.h, cpu_forward.h).  A request runs until a stop id (the request's or an EOS id of
- * generation_config.json), max_tokens, the end of the context, or a cancel.  On the CPU
- * one step loop serves every request of the model together (cpu_loop.c); on the GPU
- * each request runs on a thread of its own and they take turns step by step.  Tokens
- * are picked on the GPU when the request asks only for temperature (and logprob);
- * penalties, top-k/top-p/min-p and top logprobs bring the logits row to the CPU
- * sampler (sampler.h).
+ * generation_config.json), max_tokens, the end of the context, or a cancel.  One step
+ * loop serves every request of the model together (step_loop.c); on the GPU each step
+ * is one forward pass over a paged KV cache (gpu_step.c).  Tokens are picked on the GPU
+ * when the request asks only for temperature (and logprob); penalties,
+ * top-k/top-p/min-p and top logprobs bring the logits row to the CPU sampler
+ * (sampler.h).
  *
  * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
- * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV pool
- * holds (default 4); "kv_pool_mb": the pool's size instead; "ignore_eos": 1 generates
- * through EOS ids (benchmarks).  The host's max_batch is how many requests the CPU's
- * step loop runs together (default 16). */
+ * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV cache
+ * holds (default 4); "kv_pool_mb": the full-attention layers' KV cache in MiB instead;
+ * "ignore_eos": 1 generates through EOS ids (benchmarks).  The host's max_batch is how
+ * many requests the step loop runs together (default 16 on the CPU, 256 on the GPU). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -167,12 +167,15 @@ static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *
     if (st != LLMR_OK)
         return st;
     e->context = gpt_cuda_context(e->gpu);
+    gpt_cuda_kv_layout kv;
+    gpt_cuda_kv(e->gpu, &kv);
     snprintf(line, sizeof line,
-             "%s: %u layers on %s in %.2f s: %.2f GB of VRAM with a KV pool for %u requests "
-             "of %u tokens",
+             "%s: %u layers on %s in %.2f s: %.2f GB of VRAM with a KV cache of %llu tokens "
+             "(fp16, blocks of %u), up to %u tokens a request",
              desc->name, e->m.cfg.layers, gpt_cuda_device_name(e->gpu),
              (double)(host->now_ns(host->ctx) - up.started_ns) / 1e9,
-             gpt_cuda_vram_bytes(e->gpu) / 1e9, gpt_cuda_sequences(e->gpu), e->context);
+             gpt_cuda_vram_bytes(e->gpu) / 1e9,
+             (unsigned long long)kv.full_blocks * kv.block_tokens, kv.block_tokens, e->context);
     host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
     return LLMR_OK;
 }
@@ -220,7 +223,10 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
         return st;
     }
 #endif
-    if (!on_gpu(e) && !gpt_loop_start(e, p->max_batch, thread_error)) {
+    if (!gpt_loop_start(e, p->max_batch, thread_error)) {
+#ifdef LLMR_GPT_CUDA
+        gpt_cuda_free(e->gpu);
+#endif
         gpt_model_free(&e->m);
         pthread_mutex_destroy(&e->lock);
         pthread_cond_destroy(&e->changed);
@@ -243,10 +249,6 @@ static llmr_status model_info(const llmr_engine_model *e, llmr_engine_model_info
     out->struct_size = sizeof *out;
     out->context_length = e->context;
     out->max_batch = gpt_loop_max_batch(e);
-#ifdef LLMR_GPT_CUDA
-    if (e->gpu)
-        out->max_batch = gpt_cuda_sequences(e->gpu);
-#endif
     out->vocab_size = e->m.cfg.vocab;
     return LLMR_OK;
 }
@@ -294,123 +296,10 @@ void gpt_request_fail(request *r, llmr_status st, const char *message)
     gpt_request_end(r, &ev);
 }
 
-#ifdef LLMR_GPT_CUDA
-/* One request's state on the GPU path, and its three moves: run the prompt and choose
- * the first token, run a chosen token and choose the next, close. */
-typedef struct stepper {
-    request *r;
-    gpt_cuda_seq *seq;
-    float *logits; /* a row for the CPU sampler */
-} stepper;
-
-static llmr_status step_open(stepper *sp, request *r, uint32_t max_tokens)
-{
-    llmr_engine_model *e = r->model;
-    memset(sp, 0, sizeof *sp);
-    sp->r = r;
-    if (!r->gpu_pick && !(sp->logits = malloc((size_t)e->m.cfg.vocab * sizeof *sp->logits))) {
-        set_error(r->error, "out of memory for a row of logits");
-        return LLMR_OOM_RAM;
-    }
-    return gpt_cuda_seq_open(e->gpu, max_tokens, &sp->seq, r->error);
-}
-
-static void step_close(stepper *sp)
-{
-    gpt_cuda_seq_close(sp->seq);
-    sp->seq = NULL;
-    free(sp->logits);
-    sp->logits = NULL;
-}
-
-/* Runs ids (the prompt, or the last chosen token) and chooses the next token into
- * smp.  first: ids is the prompt. */
-static llmr_status step_run(stepper *sp, const int32_t *ids, uint32_t n, bool first,
-                            gpt_sample *smp)
-{
-    request *r = sp->r;
-    llmr_status st;
-    if (r->gpu_pick) {
-        gpt_cuda_sampling pick = {r->temperature, r->seed};
-        memset(smp, 0, sizeof *smp);
-        st = first ? gpt_cuda_prefill(sp->seq, ids, n, NULL, 0, &pick, &smp->id, &smp->logprob,
-                                      r->error)
-                   : gpt_cuda_decode(sp->seq, -1, NULL, &smp->id, &smp->logprob, r->error);
-        if (!r->want_logprob)
-            smp->logprob = 0;
-        return st;
-    }
-    st = first ? gpt_cuda_prefill(sp->seq, ids, n, sp->logits, 1, NULL, NULL, NULL, r->error)
-               : gpt_cuda_decode(sp->seq, ids[0], sp->logits, NULL, NULL, r->error);
-    if (st == LLMR_OK)
-        gpt_sampler_sample(r->sampler, sp->logits, smp);
-    return st;
-}
-
-/* A request on the GPU path, on a thread of its own. */
-static void *run_request(void *arg)
-{
-    request *r = arg;
-    llmr_engine_model *e = r->model;
-    uint32_t limit = e->context - r->prompt_len; /* tokens that fit after the prompt */
-    if (r->max_tokens && r->max_tokens < limit)
-        limit = r->max_tokens;
-    stepper sp;
-    llmr_status s = step_open(&sp, r, r->prompt_len + limit);
-    if (s != LLMR_OK) {
-        step_close(&sp);
-        gpt_request_fail(r, s, r->error);
-        return NULL;
-    }
-    gpt_sample smp; /* the last event points into it */
-    s = step_run(&sp, r->prompt, r->prompt_len, true, &smp);
-    llmr_engine_token ev;
-    for (uint32_t i = 0; s == LLMR_OK; i++) {
-        memset(&ev, 0, sizeof ev);
-        ev.struct_size = sizeof ev;
-        ev.request_id = r->id;
-        ev.index = i;
-        pthread_mutex_lock(&e->lock);
-        bool stop_now = atomic_load(&r->cancel) || e->unloading;
-        r->cache_bytes = gpt_cuda_seq_bytes(sp.seq);
-        pthread_mutex_unlock(&e->lock);
-        if (stop_now) {
-            ev.id = -1;
-            ev.finish = LLMR_ENGINE_FINISH_CANCELLED;
-            break;
-        }
-        ev.id = smp.id;
-        ev.logprob = smp.logprob;
-        ev.top_count = smp.top_count;
-        ev.top_ids = smp.top_ids;
-        ev.top_logprobs = smp.top_logprobs;
-        ev.time_ns = host->now_ns(host->ctx);
-        if (gpt_request_is_stop(r, smp.id))
-            ev.finish = LLMR_ENGINE_FINISH_STOP;
-        else if (i + 1 >= limit)
-            ev.finish = LLMR_ENGINE_FINISH_LENGTH;
-        if (ev.finish)
-            break;
-        if (r->on_token(r->user, &ev) != 0)
-            atomic_store(&r->cancel, true);
-        int32_t id = smp.id;
-        s = step_run(&sp, &id, 1, false, &smp);
-    }
-    step_close(&sp);
-    pthread_mutex_lock(&e->lock);
-    r->cache_bytes = 0; /* released before the last event, as the ABI says */
-    pthread_mutex_unlock(&e->lock);
-    if (s != LLMR_OK)
-        gpt_request_fail(r, s, r->error);
-    else
-        gpt_request_end(r, &ev);
-    return NULL;
-}
-#endif
-
 static void request_free(request *r)
 {
     gpt_sampler_free(r->sampler);
+    free(r->row);
     free(r->prompt);
     free(r->stop_ids);
     free(r);
@@ -427,8 +316,6 @@ static void reap(llmr_engine_model *e)
         }
         *pp = r->next;
         pthread_mutex_unlock(&e->lock);
-        if (r->threaded)
-            pthread_join(r->thread, NULL);
         request_free(r);
         pthread_mutex_lock(&e->lock);
     }
@@ -473,8 +360,10 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
         r->temperature = p->temperature;
         r->seed = p->seed;
         r->want_logprob = p->logprobs != 0;
+        if (on_gpu(e) && !r->gpu_pick) /* the row the CPU sampler reads */
+            r->row = malloc((size_t)c->vocab * sizeof *r->row);
     }
-    if (!r || !r->prompt || !r->stop_ids || !r->sampler) {
+    if (!r || !r->prompt || !r->stop_ids || !r->sampler || (on_gpu(e) && !r->gpu_pick && !r->row)) {
         set_error(e->error, "%s", why ? why : "out of memory");
         if (r)
             request_free(r);
@@ -491,21 +380,9 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
         request_free(r);
         return LLMR_INTERNAL;
     }
-#ifdef LLMR_GPT_CUDA
-    if (e->gpu) {
-        r->threaded = pthread_create(&r->thread, NULL, run_request, r) == 0;
-        if (!r->threaded) {
-            pthread_mutex_unlock(&e->lock);
-            set_error(e->error, "cannot start a thread for the request");
-            request_free(r);
-            return LLMR_INTERNAL;
-        }
-    }
-#endif
     r->next = e->requests;
     e->requests = r;
-    if (e->loop) /* under the model's lock: an unload cannot stop the loop in between */
-        gpt_loop_submit(e, r);
+    gpt_loop_submit(e, r); /* under the model's lock: an unload cannot stop the loop in between */
     pthread_mutex_unlock(&e->lock);
     return LLMR_OK;
 }
@@ -517,8 +394,7 @@ static llmr_status cancel(llmr_engine_model *e, uint64_t id)
         if (r->id == id)
             atomic_store(&r->cancel, true);
     pthread_mutex_unlock(&e->lock);
-    if (e->loop)
-        gpt_loop_wake(e);
+    gpt_loop_wake(e);
     return LLMR_OK;
 }
 
@@ -534,13 +410,101 @@ static llmr_status memory(const llmr_engine_model *ce, llmr_engine_memory *out)
     out->vram_bytes = 0;
     out->ram_bytes = cache + gpt_model_ram_estimate(&e->m.cfg, 0, 0);
 #ifdef LLMR_GPT_CUDA
-    if (e->gpu) { /* the KV pool is allocated once: requests take slices of it */
+    if (e->gpu) { /* the KV cache is allocated once: requests take blocks of it */
         out->vram_bytes = gpt_cuda_vram_bytes(e->gpu);
         out->ram_bytes = gpt_model_ram_estimate(&e->m.cfg, 0, 0);
     }
 #endif
     return LLMR_OK;
 }
+
+#ifdef LLMR_GPT_CUDA
+/* A logits() call on the GPU: a request of the step loop that reads the ids, its rows of
+ * logits copied out as its chunks run, and generates nothing. */
+typedef struct logits_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    bool done;
+    llmr_status status;
+    char message[ERR_MAX];
+} logits_wait;
+
+static int logits_event(void *user, const llmr_engine_token *ev)
+{
+    logits_wait *w = user;
+    if (!ev->finish)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    w->status = ev->finish == LLMR_ENGINE_FINISH_ERROR ? ev->status
+                : ev->finish == LLMR_ENGINE_FINISH_CANCELLED ? LLMR_INTERNAL
+                                                             : LLMR_OK;
+    snprintf(w->message, sizeof w->message, "%s",
+             ev->finish == LLMR_ENGINE_FINISH_CANCELLED ? "the model is being unloaded"
+             : ev->message                              ? ev->message
+                                                        : "");
+    w->done = true;
+    pthread_cond_signal(&w->done_cond);
+    pthread_mutex_unlock(&w->lock);
+    return 0;
+}
+
+static llmr_status gpu_logits(llmr_engine_model *e, const int32_t *ids, uint32_t n, uint32_t first,
+                              float *out)
+{
+    if (n >= e->context) {
+        set_error(e->error, "logits of %u ids: this model reads at most %u at once", n,
+                  e->context - 1);
+        return LLMR_UNSUPPORTED;
+    }
+    logits_wait w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.done_cond, NULL);
+    request *r = calloc(1, sizeof *r);
+    if (r) {
+        r->model = e;
+        r->id = UINT64_MAX; /* cancel() by id never names it */
+        r->prompt = malloc(n * sizeof *r->prompt);
+        r->stop_ids = malloc(sizeof *r->stop_ids);
+        r->prompt_len = n;
+        r->max_tokens = 1;
+        r->on_token = logits_event;
+        r->user = &w;
+        r->logits_out = out;
+        r->logits_first = first;
+    }
+    if (!r || !r->prompt || !r->stop_ids) {
+        if (r)
+            request_free(r);
+        set_error(e->error, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    memcpy(r->prompt, ids, n * sizeof *ids);
+    pthread_mutex_lock(&e->lock);
+    reap(e);
+    bool unloading = e->unloading;
+    if (!unloading) {
+        r->next = e->requests;
+        e->requests = r;
+        gpt_loop_submit(e, r);
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (unloading) {
+        request_free(r);
+        set_error(e->error, "the model is being unloaded");
+        return LLMR_INTERNAL;
+    }
+    pthread_mutex_lock(&w.lock);
+    while (!w.done)
+        pthread_cond_wait(&w.done_cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_mutex_destroy(&w.lock);
+    pthread_cond_destroy(&w.done_cond);
+    if (w.status != LLMR_OK)
+        set_error(e->error, "%s", w.message);
+    return w.status;
+}
+#endif
 
 static llmr_status logits_of(llmr_engine_model *e, const int32_t *ids, uint32_t n, uint32_t first,
                              float *out)
@@ -551,14 +515,8 @@ static llmr_status logits_of(llmr_engine_model *e, const int32_t *ids, uint32_t 
         return LLMR_UNSUPPORTED;
     }
 #ifdef LLMR_GPT_CUDA
-    if (e->gpu) {
-        gpt_cuda_seq *seq = NULL;
-        llmr_status gs = gpt_cuda_seq_open(e->gpu, n, &seq, e->error);
-        if (gs == LLMR_OK)
-            gs = gpt_cuda_prefill(seq, ids, n, out, n - first, NULL, NULL, NULL, e->error);
-        gpt_cuda_seq_close(seq);
-        return gs;
-    }
+    if (e->gpu)
+        return gpu_logits(e, ids, n, first, out);
 #endif
     gpt_state st;
     llmr_status s = gpt_state_init(&st, &e->m, n, n, NULL);

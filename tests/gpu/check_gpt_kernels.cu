@@ -357,8 +357,8 @@ static float swiglu_ref(float g, float u)
     return o;
 }
 
-/* T tokens: 64 gives the experts about 8 rows each (the small tile), 600 about 75
- * (the large one). */
+/* T tokens: 64 gives 32 experts about 8 rows each (the 32-row tile), 256 about 32 and
+ * 600 about 75 (the 64-row tile), 600 of 128 experts about 19 (the 32-row tile). */
 static void check_moe_prefill(uint32_t T, uint32_t E)
 {
     const uint32_t k = 4, H = 2880, I = 2880;
@@ -401,7 +401,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
             *dns = upload(dn.scales);
     float *gubias = upload(gu.bias), *dnbias = upload(dn.bias);
     f16 *dact = dev<f16>((size_t)T * k * I);
-    check(k_gemm_mxfp4_grouped(NULL, dact, dx, drows, gub, gus, gubias, doff, E, T, 2 * I, H,
+    check(k_gemm_mxfp4_grouped(NULL, dact, dx, drows, gub, gus, gubias, doff, E, T, T * k, 2 * I, H,
                                1.702f, 7.0f, 0),
           "k_gemm_mxfp4_grouped (gate_up)");
     auto act_b = download(reinterpret_cast<uint16_t *>(dact), (size_t)T * k * I);
@@ -419,7 +419,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
     report("k_gemm_mxfp4_grouped", what, rel_l2(act.data(), want_act.data(), want_act.size()), 1e-3);
 
     float *dout = dev<float>((size_t)T * k * H);
-    check(k_gemm_mxfp4_grouped(dout, NULL, dact, NULL, dnb, dns, dnbias, doff, E, T, H, I, 1.702f,
+    check(k_gemm_mxfp4_grouped(dout, NULL, dact, NULL, dnb, dns, dnbias, doff, E, T, T * k, H, I, 1.702f,
                                7.0f, 0),
           "k_gemm_mxfp4_grouped (down)");
     auto out = download(dout, (size_t)T * k * H);
@@ -639,10 +639,39 @@ static gpt_rope make_rope()
     return r;
 }
 
-static void check_rope()
+/* A paged cache of `blocks` blocks of B positions (fp16, [block][kv_head][B][hd] for K
+ * and V) and its CPU twin in fp32 (the fp16 values). */
+struct Paged {
+    uint32_t blocks, B, kvh, hd;
+    std::vector<float> k, v;
+    kv_t *dk, *dv;
+    size_t at(uint32_t slot, uint32_t h) const
+    {
+        return (((size_t)(slot / B) * kvh + h) * B + slot % B) * hd;
+    }
+};
+
+static Paged make_paged(uint32_t blocks, uint32_t B, uint32_t kvh, uint32_t hd)
 {
-    const uint32_t heads = 64, kvh = 8, hd = 64, T = 3, pos0 = 5000, positions = 8192;
+    Paged c;
+    c.blocks = blocks;
+    c.B = B;
+    c.kvh = kvh;
+    c.hd = hd;
+    std::vector<uint16_t> kb, vb;
+    size_t n = (size_t)blocks * B * kvh * hd;
+    random_h(kb, c.k, n, 1.0f);
+    random_h(vb, c.v, n, 1.0f);
+    c.dk = reinterpret_cast<kv_t *>(upload(kb));
+    c.dv = reinterpret_cast<kv_t *>(upload(vb));
+    return c;
+}
+
+static void check_rope_kv()
+{
+    const uint32_t heads = 64, kvh = 8, hd = 64, T = 3, positions = 8192, B = 16;
     const uint32_t QW = heads * hd, KW = kvh * hd, W = QW + 2 * KW;
+    const uint32_t pos[T] = {5000, 17, 900}, slot[T] = {7 * B + 5000 % B, 2 * B + 17 % B, 30 * B + 900 % B};
     gpt_rope r = make_rope();
     double *dinv = nullptr;
     CUDA_OK(cudaMalloc(&dinv, r.half * sizeof(double)));
@@ -651,63 +680,33 @@ static void check_rope()
     check(k_rope_table(dcs, dinv, r.attn_factor, positions, r.half, 0), "k_rope_table");
     auto qkv = random_f32((size_t)T * W, 1.0f);
     std::vector<float> want = qkv;
+    std::vector<StepToken> tok(T);
     for (uint32_t t = 0; t < T; t++) {
-        gpt_rope_apply(&r, &want[t * W], heads, hd, pos0 + t);
-        gpt_rope_apply(&r, &want[t * W + QW], kvh, hd, pos0 + t);
+        gpt_rope_apply(&r, &want[t * W], heads, hd, pos[t]);
+        gpt_rope_apply(&r, &want[t * W + QW], kvh, hd, pos[t]);
+        tok[t] = StepToken{pos[t], {0, 0}, {slot[t], 0}};
     }
+    Paged c = make_paged(32, B, kvh, hd);
     float *d = upload(qkv);
-    check(k_rope(d, NULL, dcs, NULL, pos0, T, heads, kvh, hd, 0), "k_rope");
+    check(k_rope_kv_paged(d, c.dk, c.dv, upload(tok), 0, dcs, T, heads, kvh, hd, B, 0),
+          "k_rope_kv_paged");
     auto got = download(d, (size_t)T * W);
-    report("k_rope", "YaRN (factor 32), 3 tokens at 5000, fp32 q/k",
+    report("k_rope_kv_paged", "YaRN (factor 32), 3 tokens at 5000/17/900",
            rel_l2(got.data(), want.data(), want.size()), 1e-6);
-
-    /* the decode form: one token at *d_pos straight into a ring cache */
-    KvView kv = {dev<float>((size_t)kvh * 128 * hd), dev<float>((size_t)kvh * 128 * hd), 128, 1};
-    KvView *dkv = upload(std::vector<KvView>{kv});
-    uint32_t *dpos = upload(std::vector<uint32_t>{1000});
-    float *d1 = upload(std::vector<float>(qkv.begin(), qkv.begin() + W));
-    check(k_rope(d1, dkv, dcs, dpos, 0, 1, heads, kvh, hd, 0), "k_rope (kv)");
-    std::vector<float> w1(qkv.begin(), qkv.begin() + W);
-    gpt_rope_apply(&r, w1.data() + QW, kvh, hd, 1000);
-    auto ck = download(kv.k, (size_t)kvh * 128 * hd);
-    auto cv = download(kv.v, (size_t)kvh * 128 * hd);
-    std::vector<float> gk(KW), gv(KW), wv(KW);
-    for (uint32_t h = 0; h < kvh; h++)
-        for (uint32_t i = 0; i < hd; i++) {
-            size_t at = ((size_t)h * 128 + 1000 % 128) * hd + i;
-            gk[h * hd + i] = ck[at];
-            gv[h * hd + i] = cv[at];
-            wv[h * hd + i] = w1[QW + KW + h * hd + i];
-        }
-    report("k_rope", "decode: k into ring slot 1000 % 128", rel_l2(gk.data(), w1.data() + QW, KW),
-           1e-6);
-    report("k_rope", "decode: v into ring slot (exact)", rel_l2(gv.data(), wv.data(), KW), 0);
+    size_t n = (size_t)c.blocks * B * kvh * hd;
+    auto ck = h_to_floats(download(reinterpret_cast<uint16_t *>(c.dk), n));
+    auto cv = h_to_floats(download(reinterpret_cast<uint16_t *>(c.dv), n));
+    double bad_k = 0, bad_v = 0;
+    for (uint32_t t = 0; t < T; t++)
+        for (uint32_t h = 0; h < kvh; h++)
+            for (uint32_t i = 0; i < hd; i++) {
+                size_t at = c.at(slot[t], h) + i;
+                bad_k += ck[at] != from_h(to_h(want[t * W + QW + h * hd + i]));
+                bad_v += cv[at] != from_h(to_h(want[t * W + QW + KW + h * hd + i]));
+            }
+    report("k_rope_kv_paged", "k into its block as fp16 (values wrong)", bad_k, 0);
+    report("k_rope_kv_paged", "v into its block as fp16 (values wrong)", bad_v, 0);
     gpt_rope_free(&r);
-}
-
-/* A cache of `cap` slots (slot = pos or pos % cap), random fp32; k() and v() give
- * position p's row of kv head h. */
-struct Cache {
-    KvView view;
-    std::vector<float> kb, vb;
-    uint32_t cap, kvh, hd;
-    bool ring;
-    uint32_t slot(uint32_t p) const { return ring ? p % cap : p; }
-    const float *k(uint32_t h, uint32_t p) const { return &kb[((size_t)h * cap + slot(p)) * hd]; }
-    const float *v(uint32_t h, uint32_t p) const { return &vb[((size_t)h * cap + slot(p)) * hd]; }
-};
-
-static Cache make_cache(uint32_t cap, bool ring, uint32_t kvh, uint32_t hd)
-{
-    Cache c;
-    c.kb = random_f32((size_t)kvh * cap * hd, 1.0f);
-    c.vb = random_f32((size_t)kvh * cap * hd, 1.0f);
-    c.cap = cap;
-    c.ring = ring;
-    c.kvh = kvh;
-    c.hd = hd;
-    c.view = {upload(c.kb), upload(c.vb), cap, ring ? 1u : 0u};
-    return c;
 }
 
 /* The CPU's attention of one query over keys given by a function of position. */
@@ -726,88 +725,74 @@ static void cpu_attend(float *out, const float *q, uint32_t hd, float sink, uint
     gpt_attn_end(&a, out);
 }
 
-static void check_attention_decode(uint32_t heads, uint32_t kvh, uint32_t hd, uint32_t cap,
-                                   bool ring, uint32_t window, uint32_t pos, uint32_t splits)
+/* A step over a paged cache: sequence s has length len[s] and its blocks shuffled over
+ * the pool; the step runs run[s] tokens at its end (1: a decode, more: a prompt chunk).
+ * Checked in both outputs (split fp16, fp32) against the CPU. */
+static void check_attention_paged(uint32_t heads, uint32_t kvh, uint32_t hd, uint32_t window,
+                                  std::vector<uint32_t> len, std::vector<uint32_t> run,
+                                  uint32_t splits)
 {
-    Cache c = make_cache(cap, ring, kvh, hd);
-    auto q = random_f32((size_t)heads * hd, 1.0f), sinks = random_f32(heads, 2.0f);
-    std::vector<float> want((size_t)heads * hd);
-    uint32_t group = heads / kvh, lo = window && pos + 1 > window ? pos + 1 - window : 0;
-    for (uint32_t h = 0; h < heads; h++) {
-        uint32_t g = h / group;
-        cpu_attend(&want[h * hd], &q[h * hd], hd, sinks[h], lo, pos,
-                   [&](uint32_t p, float *o) { memcpy(o, c.k(g, p), hd * 4); },
-                   [&](uint32_t p, float *o) { memcpy(o, c.v(g, p), hd * 4); });
+    const uint32_t B = 16, QW = heads * hd, KW = kvh * hd, W = QW + 2 * KW, group = heads / kvh;
+    uint32_t need = 0;
+    for (uint32_t L : len)
+        need += (L + B - 1) / B;
+    Paged c = make_paged(need + 5, B, kvh, hd);
+    std::vector<uint32_t> order(c.blocks);
+    for (uint32_t i = 0; i < c.blocks; i++)
+        order[i] = i;
+    for (uint32_t i = c.blocks - 1; i > 0; i--) /* shuffled: tables are not contiguous */
+        std::swap(order[i], order[next_u64() % (i + 1)]);
+    std::vector<uint32_t> tables;
+    std::vector<StepToken> tok;
+    uint32_t used = 0;
+    for (size_t s = 0; s < len.size(); s++) {
+        uint32_t at = (uint32_t)tables.size(), nb = (len[s] + B - 1) / B;
+        for (uint32_t i = 0; i < nb; i++)
+            tables.push_back(order[used++]);
+        for (uint32_t j = 0; j < run[s]; j++) {
+            uint32_t p = len[s] - run[s] + j;
+            tok.push_back(StepToken{p, {at, at}, {tables[at + p / B] * B + p % B, 0}});
+        }
     }
-    KvView *dkv = upload(std::vector<KvView>{c.view});
-    uint32_t *dpos = upload(std::vector<uint32_t>{pos});
-    float *dq = upload(q), *ds = upload(sinks), *dout = dev<float>((size_t)heads * hd),
-          *dpart = dev<float>((size_t)splits * heads * (hd + 2));
-    check(k_attention_decode(dout, dpart, dq, dkv, ds, dpos, heads, kvh, hd, window, splits, 0),
-          "k_attention_decode");
-    auto got = download(dout, (size_t)heads * hd);
-    char what[96];
-    snprintf(what, sizeof what, "hd %u, pos %u, %s %u, %u splits", hd, pos,
-             window ? "window" : "cache", window ? window : cap, splits);
-    report("k_attention_decode", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
-}
-
-static void check_attention_prefill(uint32_t heads, uint32_t kvh, uint32_t hd, uint32_t cap,
-                                    bool ring, uint32_t window, uint32_t pos0, uint32_t T)
-{
-    Cache c = make_cache(cap, ring, kvh, hd);
-    const uint32_t QW = heads * hd, KW = kvh * hd, W = QW + 2 * KW;
+    const uint32_t T = (uint32_t)tok.size();
     auto qkv = random_f32((size_t)T * W, 1.0f), sinks = random_f32(heads, 2.0f);
     std::vector<float> want((size_t)T * QW);
-    uint32_t group = heads / kvh;
     for (uint32_t t = 0; t < T; t++)
         for (uint32_t h = 0; h < heads; h++) {
-            uint32_t g = h / group, pos = pos0 + t;
+            uint32_t g = h / group, pos = tok[t].pos, at = tok[t].table[0];
             uint32_t lo = window && pos + 1 > window ? pos + 1 - window : 0;
-            auto row = [&](uint32_t p, uint32_t part) { /* the chunk's k (1) or v (2) */
-                return &qkv[(size_t)(p - pos0) * W + QW + (part - 1) * KW + g * hd];
-            };
-            cpu_attend(&want[(size_t)t * QW + h * hd], &qkv[(size_t)t * W + h * hd], hd, sinks[h],
-                       lo, pos,
-                       [&](uint32_t p, float *o) { memcpy(o, p < pos0 ? c.k(g, p) : row(p, 1), hd * 4); },
-                       [&](uint32_t p, float *o) { memcpy(o, p < pos0 ? c.v(g, p) : row(p, 2), hd * 4); });
+            auto slot = [&](uint32_t p) { return tables[at + p / B] * B + p % B; };
+            cpu_attend(&want[(size_t)t * QW + h * hd], &qkv[(size_t)t * W + h * hd], hd, sinks[h], lo,
+                       pos, [&](uint32_t p, float *o) { memcpy(o, &c.k[c.at(slot(p), g)], hd * 4); },
+                       [&](uint32_t p, float *o) { memcpy(o, &c.v[c.at(slot(p), g)], hd * 4); });
         }
-    KvView *dkv = upload(std::vector<KvView>{c.view});
-    float *dqkv = upload(qkv), *ds = upload(sinks);
+    float *dqkv = upload(qkv), *ds = upload(sinks), *dout = dev<float>((size_t)T * QW);
+    float *dscratch = dev<float>(k_attention_paged_scratch_floats(T * splits, heads, hd));
     f16 *dhi = dev<f16>((size_t)T * QW), *dlo = dev<f16>((size_t)T * QW);
-    check(k_attention_prefill(dhi, dlo, dqkv, dkv, ds, pos0, T, heads, kvh, hd, window, 0),
-          "k_attention_prefill");
-    auto got = h_to_floats(download(reinterpret_cast<uint16_t *>(dhi), (size_t)T * QW));
+    StepToken *dtok = upload(tok);
+    uint32_t *dtab = upload(tables);
+    check(k_attention_paged(dhi, dlo, dout, dscratch, dqkv, c.dk, c.dv, dtok, dtab, 0, ds, T, heads,
+                            kvh, hd, B, window, splits, 0),
+          "k_attention_paged");
+    auto got = download(dout, (size_t)T * QW);
+    auto hi = h_to_floats(download(reinterpret_cast<uint16_t *>(dhi), (size_t)T * QW));
     auto lo = h_to_floats(download(reinterpret_cast<uint16_t *>(dlo), (size_t)T * QW));
-    for (size_t i = 0; i < got.size(); i++)
-        got[i] += lo[i];
+    for (size_t i = 0; i < hi.size(); i++)
+        hi[i] += lo[i];
     char what[96];
-    snprintf(what, sizeof what, "hd %u, %u at %u, %s %u", hd, T, pos0, window ? "window" : "cache",
-             window ? window : cap);
-    /* split fp16 throughout: fp16 operands would give about 1e-3 */
-    report("k_attention_prefill", what, rel_l2(got.data(), want.data(), want.size()), 2e-5);
-
-    /* and the store of the chunk into the cache afterwards: exact copies */
-    check(k_kv_store(dkv, dqkv, pos0, T, heads, kvh, hd, 0), "k_kv_store");
-    auto ck = download(c.view.k, (size_t)kvh * cap * hd);
-    auto cv = download(c.view.v, (size_t)kvh * cap * hd);
-    double bad = 0;
-    uint32_t first = ring && T > cap ? pos0 + T - cap : pos0;
-    for (uint32_t p = first; p < pos0 + T; p++)
-        for (uint32_t h = 0; h < kvh; h++)
-            for (uint32_t i = 0; i < hd; i++) {
-                size_t at = ((size_t)h * cap + (ring ? p % cap : p)) * hd + i;
-                const float *src = &qkv[(size_t)(p - pos0) * W + QW + h * hd + i];
-                bad += (ck[at] != src[0]) + (cv[at] != src[KW]);
-            }
-    report("k_kv_store", what, bad, 0);
+    snprintf(what, sizeof what, "hd %u, %zu seqs, %u tokens, %s %u, %u splits", hd, len.size(), T,
+             window ? "window" : "full", window ? window : len[0], splits);
+    report("k_attention_paged", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
+    report("k_attention_paged", "  the same as split fp16", rel_l2(hi.data(), want.data(), want.size()),
+           1e-5);
 }
 
-static void check_pick()
+static void check_pick_rows()
 {
     const uint32_t V = 201088;
-    auto logits = random_f32(V, 8.0f);
+    auto logits = random_f32(2 * (size_t)V, 8.0f);
     logits[123457] = 9.5f;
+    logits[V + 7] = logits[V + 200000] = 12.0f; /* row 1: a tie across slices */
     double mx = -1e30, sum = 0;
     uint32_t arg = 0;
     for (uint32_t i = 0; i < V; i++)
@@ -819,47 +804,41 @@ static void check_pick()
         sum += exp(logits[i] - mx);
     float *dl = upload(logits);
     void *scratch = nullptr;
-    CUDA_OK(cudaMalloc(&scratch, k_pick_scratch_bytes()));
-    SeqState st = {};
-    st.temperature = 0;
-    SeqState *ds = upload(std::vector<SeqState>{st});
-    check(k_pick(ds, dl, V, scratch, 3, 0), "k_pick");
-    auto got = download(ds, 1)[0];
-    report("k_pick", "the position advanced by 3", got.pos != 3, 0);
-    report("k_pick", "greedy: id differs from argmax", got.pick_id != (int32_t)arg, 0);
+    CUDA_OK(cudaMalloc(&scratch, k_pick_rows_scratch_bytes(2000)));
+    std::vector<PickRow> rows = {PickRow{0.0f, 0, 0, 0}, PickRow{0.0f, 0, 0, 0}};
+    PickOut *dout = dev<PickOut>(2000);
+    check(k_pick_rows(dout, upload(rows), dl, 2, V, scratch, 0), "k_pick_rows");
+    auto got = download(dout, 2);
+    report("k_pick_rows", "greedy: id differs from argmax", got[0].id != (int32_t)arg, 0);
     double want_lp = logits[arg] - mx - log(sum);
-    report("k_pick", "greedy: logprob (absolute error)", fabs(got.pick_logprob - want_lp), 1e-4);
-    report("k_pick", "greedy: next token is the pick", got.token != got.pick_id, 0);
-    /* a tie between two slices of the vocabulary: the lower id wins */
-    logits[7] = logits[200000] = 12.0f;
-    CUDA_OK(cudaMemcpy(dl, logits.data(), V * sizeof(float), cudaMemcpyHostToDevice));
-    check(k_pick(ds, dl, V, scratch, 0, 0), "k_pick");
-    report("k_pick", "greedy: a tie keeps the lower id", download(ds, 1)[0].pick_id != 7, 0);
+    report("k_pick_rows", "greedy: logprob (absolute error)", fabs(got[0].logprob - want_lp), 1e-4);
+    report("k_pick_rows", "greedy: a tie keeps the lower id", got[1].id != 7, 0);
 
-    /* draws at temperature 2 over 4 logits: frequencies against softmax(l / 2) */
-    std::vector<float> small = {0.0f, 1.0f, 2.0f, 3.0f};
+    /* draws at temperature 2 over 4 logits, 2000 rows a launch, the step counter making
+     * each fresh: frequencies against softmax(l / 2) */
+    const uint32_t R = 2000, launches = 10;
+    std::vector<float> small;
+    for (uint32_t r = 0; r < R; r++)
+        small.insert(small.end(), {0.0f, 1.0f, 2.0f, 3.0f});
     float *dsm = upload(small);
-    st.temperature = 2.0f;
-    st.seed = 42;
-    CUDA_OK(cudaMemcpy(ds, &st, sizeof st, cudaMemcpyHostToDevice));
-    const int draws = 20000;
     std::vector<int> counts(4, 0);
-    /* the step counter makes each draw fresh; read the ids back one launch at a time */
-    for (int i = 0; i < draws; i++) {
-        check(k_pick(ds, dsm, 4, scratch, 0, 0), "k_pick");
-        SeqState r = download(ds, 1)[0];
-        counts[r.pick_id & 3]++;
+    for (uint32_t l = 0; l < launches; l++) {
+        std::vector<PickRow> pr(R);
+        for (uint32_t r = 0; r < R; r++)
+            pr[r] = PickRow{2.0f, 0, 42, (uint64_t)l * R + r};
+        check(k_pick_rows(dout, upload(pr), dsm, R, 4, scratch, 0), "k_pick_rows");
+        for (const PickOut &o : download(dout, R))
+            counts[o.id & 3]++;
     }
-    double z = 0, norm = 0, worst = 0;
+    double norm = 0, worst = 0;
     for (int i = 0; i < 4; i++)
         norm += exp(small[i] / 2.0);
     for (int i = 0; i < 4; i++) {
-        double p = exp(small[i] / 2.0) / norm, f = (double)counts[i] / draws;
-        double sd = sqrt(p * (1 - p) / draws);
-        z = fabs(f - p) / sd;
+        double p = exp(small[i] / 2.0) / norm, f = (double)counts[i] / (R * launches);
+        double z = fabs(f - p) / sqrt(p * (1 - p) / (R * launches));
         worst = z > worst ? z : worst;
     }
-    report("k_pick", "T=2: worst |freq - p| in std devs (20000)", worst, 4.5);
+    report("k_pick_rows", "T=2: worst |freq - p| in std devs (20000)", worst, 4.5);
 }
 
 int main()
@@ -885,24 +864,27 @@ int main()
     check_gemm(7, 64, 64);
     check_gemm(40, 5120, 2880);
     check_gemm(100, 2880, 4096);
+    check_gemm(200, 5120, 2880);  /* 64-row tiles: a step of many sequences */
+    check_gemm(48, 135168, 2880); /* 128-row tiles for few rows: lm_head over a step */
     check_router(32);
     check_router(128); /* gpt-oss-120b */
-    check_rope();
+    check_rope_kv();
     check_moe_decode();
     check_moe_decode_scales();
     check_moe_prefill(64, 32);
+    check_moe_prefill(256, 32);
     check_moe_prefill(600, 32);
     check_moe_prefill(600, 128); /* gpt-oss-120b */
-    check_attention_decode(64, 8, 64, 3000, false, 0, 2999, 32);
-    check_attention_decode(64, 8, 64, 128, true, 128, 2999, 2);
-    check_attention_decode(64, 8, 64, 4096, false, 0, 5, 32);
-    check_attention_decode(4, 2, 16, 300, false, 0, 250, 4);
-    check_attention_prefill(64, 8, 64, 1024, false, 0, 200, 150);
-    check_attention_prefill(64, 8, 64, 128, true, 128, 200, 150);
-    check_attention_prefill(64, 8, 64, 128, true, 128, 0, 300);
-    check_attention_prefill(4, 2, 16, 512, false, 0, 37, 100);
-    check_attention_prefill(4, 2, 16, 128, true, 128, 130, 64);
-    check_pick();
+    /* decodes of long and short contexts, one and several splits */
+    check_attention_paged(64, 8, 64, 0, {3000}, {1}, 32);
+    check_attention_paged(64, 8, 64, 0, {5, 300, 1200}, {1, 1, 1}, 8);
+    check_attention_paged(64, 8, 64, 128, {2999, 40}, {1, 1}, 3);
+    /* prompt chunks beside decodes, full and sliding */
+    check_attention_paged(64, 8, 64, 0, {350, 77, 1000}, {150, 1, 64}, 1);
+    check_attention_paged(64, 8, 64, 128, {350, 77, 1000}, {150, 1, 64}, 1);
+    check_attention_paged(4, 2, 16, 0, {300, 37}, {100, 1}, 1);
+    check_attention_paged(4, 2, 16, 128, {194, 20}, {64, 1}, 2);
+    check_pick_rows();
     gpt_pool_free(pool);
     printf("RESULT kernels %s (%d failing)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;

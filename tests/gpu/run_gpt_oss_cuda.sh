@@ -8,10 +8,14 @@
 # Usage: tests/gpu/run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]
 #   BUNDLE: what `make gpu-bundle` assembled (dist/gpu); OUT: a folder for the logs.
 #   STEPs (default: all, in this order): kernels e2e sanitize bench peer
-#   (and, asked for by name, `profile`: Nsight Compute's time per kernel over a 64-token
-#   prompt and 3 decode steps of the 20b preset)
+#   (and, asked for by name: `profile`, Nsight Compute's time per kernel over a 64-token
+#   prompt and 3 decode steps of the 20b preset; `serve`, `llmr bench serve` against a
+#   node serving the 20b preset, many users at once; `batch`, how many of 64 concurrent
+#   greedy continuations equal their solo run, tests/gpu/check_batch_equal.py)
 #   Environment: MODELS (default /tmp/llmr-models) holds the synthetic snapshots;
-#   BENCH_ARGS adds arguments to `llmr bench engine`, PEER_ARGS to the peer script.
+#   BENCH_ARGS adds arguments to `llmr bench engine`, PEER_ARGS to the peer script,
+#   SERVE_ARGS to `llmr bench serve`; SERVE_OPTIONS are the node's engine options
+#   (default {"ignore_eos":1}); SERVE_TAG names the serve step's logs (default serve).
 set -uo pipefail
 bundle=$(cd "${1:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}" && pwd)
 out=${2:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}
@@ -27,6 +31,32 @@ llmr="$bundle/bin/llmr"
 summary=()
 
 note() { summary+=("$1"); echo "== $1"; }
+
+# start_node TAG MODEL_SUBDIR NAME OPTIONS: a node serving $models/MODEL_SUBDIR as NAME
+# (logs in TAG-node.log); sets node (its pid) and url.
+start_node() {
+  local data port=
+  data=$(mktemp -d /tmp/llmr-node-XXXXXX)
+  mkdir -p "$data/models"
+  ln -s "$models/$2" "$data/models/$3"
+  LLMR_DATA_DIR="$data" "$llmr" node --host 127.0.0.1 --port 0 --engine-options "$4" \
+    >"$out/$1-node.log" 2>&1 &
+  node=$!
+  for _ in $(seq 300); do
+    port=$(cat "$data/run/http.port" 2>/dev/null)
+    [[ $port =~ ^[0-9]+$ ]] && break
+    port=
+    sleep 0.1
+  done
+  if [[ -z $port ]]; then
+    note "$1: the node wrote no port ($1-node.log)"
+    kill "$node" 2>/dev/null
+    return 1
+  fi
+  url="http://127.0.0.1:$port"
+}
+
+stop_node() { kill "$node" 2>/dev/null; wait "$node" 2>/dev/null; }
 
 synth() { # PRESET NAME SEED
   if [[ ! -f "$models/$2/config.json" ]]; then
@@ -87,6 +117,26 @@ for step in $steps; do
         --print-summary per-kernel "$llmr" run "$models/20b" --prompt-ids "$ids" \
         --max-tokens 3 --temperature 0 >"$out/profile.log" 2>&1
       note "profile: rc $? (profile.log: time per kernel)"
+      ;;
+    serve)
+      synth gpt-oss-20b 20b 3 || continue
+      tag=${SERVE_TAG:-serve}
+      start_node "$tag" 20b gpt-oss-20b "${SERVE_OPTIONS:-{\"ignore_eos\":1\}}" || continue
+      # shellcheck disable=SC2086
+      "$llmr" bench serve --url "$url" --model gpt-oss-20b ${SERVE_ARGS:-} \
+        --json "$out/$tag.json" >/dev/null 2>"$out/$tag.log"
+      rc=$?
+      cat "$out/$tag.log"
+      note "$tag (bench serve rc $rc):"
+      while IFS= read -r line; do summary+=("  $line"); done < <(sed -n '/^streams requests/,$p' "$out/$tag.log")
+      stop_node
+      ;;
+    batch)
+      synth gpt-oss-20b 20b 3 || continue
+      start_node batch 20b gpt-oss-20b '{}' || continue
+      python3 "$bundle/tests/check_batch_equal.py" "$url" gpt-oss-20b 2>&1 | tee "$out/batch.log"
+      note "batch: $(grep '^RESULT' "$out/batch.log" || echo 'no result')"
+      stop_node
       ;;
     *) note "unknown step $step" ;;
   esac

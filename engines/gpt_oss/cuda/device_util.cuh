@@ -210,6 +210,14 @@ static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
                  : "r"(smem_addr(p)));
 }
 
+/* Four 8x8 b16 matrices, each transposed: lanes 8i..8i+7 give matrix i's row addresses. */
+static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
 /* c += a (16x16, row-major fragment) * b (16x8, col-major fragment), fp16 in, fp32 out. */
 static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
                                                 uint32_t b1)

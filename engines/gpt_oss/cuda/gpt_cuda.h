@@ -2,16 +2,18 @@
  *
  * gpt_cuda is the model on one GPU: the weights uploaded once from the bound model
  * (model.h: the mapped safetensors; bf16 matrices, MXFP4 experts kept as MXFP4, the
- * small vectors as fp32), the RoPE/YaRN table, the scratch of one prefill chunk and
- * of the decode step, and a KV pool sized at load from free VRAM.  A gpt_cuda_seq is
- * one request's slice of that pool (full layers keep every position, sliding layers a
- * ring of the window) and its decode state.
+ * small vectors as fp32), the RoPE/YaRN table, the scratch of one step, and the paged KV
+ * cache: two pools of blocks of GPT_CUDA_BLOCK_TOKENS positions (one for the layers that
+ * attend to every position, one for the sliding-window layers), fp16, sized at load.
  *
- * The decode step (embedding to the picked token) is one CUDA graph per model,
- * captured on first use: it reads the active sequence's state from device memory, so
- * sequences take turns by swapping that state (two small copies), not by capturing
- * again.  All calls on one gpt_cuda take a lock: sequences interleave step by step.
- * err arguments are 512 bytes. */
+ * The engine's step loop owns the blocks (the step scheduler, engines/sched, hands them
+ * out) and calls gpt_cuda_step once per step with the step's items: each item is a run of
+ * one sequence's tokens at its positions, with its block tables; all of them go through
+ * the model in one forward pass (one token of each decoding sequence and chunks of
+ * prompts together), and the items that ask for it get their next token picked on the
+ * GPU, or rows of logits copied to the host.  A step of one decoding sequence runs as a
+ * CUDA graph (matrix-vector kernels, captured at its first use).  One thread calls at a
+ * time (the step loop's).  err arguments are 512 bytes. */
 #ifndef GPT_OSS_CUDA_H
 #define GPT_OSS_CUDA_H
 
@@ -25,8 +27,10 @@ extern "C" {
 #include "../model.h"
 #include "llmr/engine.h"
 
+#define GPT_CUDA_BLOCK_TOKENS 16u /* positions in one KV block */
+#define GPT_CUDA_MAX_ROWS 256u    /* sequences one step carries at most */
+
 typedef struct gpt_cuda gpt_cuda;
-typedef struct gpt_cuda_seq gpt_cuda_seq;
 
 /* Called as the weights go up: bytes done of total. */
 typedef void (*gpt_cuda_progress_fn)(void *user, uint64_t done, uint64_t total);
@@ -34,8 +38,8 @@ typedef void (*gpt_cuda_progress_fn)(void *user, uint64_t done, uint64_t total);
 typedef struct gpt_cuda_params {
     int device;              /* CUDA ordinal */
     uint32_t context;        /* positions per sequence wanted */
-    uint32_t sequences;      /* sequences of full context the KV pool should hold (0: 4) */
-    uint64_t kv_pool_bytes;  /* 0: from free VRAM (what `sequences` need, or what is free) */
+    uint32_t sequences;      /* sequences of full context the KV cache should hold (0: 4) */
+    uint64_t kv_pool_bytes;  /* 0: from `sequences`, within free VRAM */
     uint64_t vram_budget;    /* 0: not limited */
     gpt_cuda_progress_fn progress;
     void *user;
@@ -47,45 +51,50 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
                           char *err);
 void gpt_cuda_free(gpt_cuda *g);
 
-/* VRAM this model holds: weights, tables, scratch and the KV pool. */
+/* VRAM this model holds: weights, tables, scratch and the KV cache. */
 uint64_t gpt_cuda_vram_bytes(const gpt_cuda *g);
-/* Positions per sequence (at most what was asked; less when the pool is smaller). */
+/* Positions per sequence (at most what was asked; less when the cache holds fewer). */
 uint32_t gpt_cuda_context(const gpt_cuda *g);
-/* Sequences of full context the pool holds. */
-uint32_t gpt_cuda_sequences(const gpt_cuda *g);
 /* VRAM the model needs for one sequence of `context` positions (before loading). */
 uint64_t gpt_cuda_estimate(const gpt_config *c, uint64_t weight_bytes, uint32_t context);
 /* The GPU's name, for logs ("" before load). */
 const char *gpt_cuda_device_name(const gpt_cuda *g);
 
-/* A sequence for up to max_tokens positions.  OOM_VRAM when the pool has no room. */
-llmr_status gpt_cuda_seq_open(gpt_cuda *g, uint32_t max_tokens, gpt_cuda_seq **out, char *err);
-void gpt_cuda_seq_close(gpt_cuda_seq *s);
-uint64_t gpt_cuda_seq_bytes(const gpt_cuda_seq *s);
-uint32_t gpt_cuda_seq_pos(const gpt_cuda_seq *s);
+/* The KV cache's shape, for the step scheduler. */
+typedef struct gpt_cuda_kv_layout {
+    uint32_t block_tokens;  /* positions in a block */
+    uint32_t full_blocks;   /* blocks of the full-attention layers' pool */
+    uint32_t window;        /* positions a sliding layer attends to; 0: no sliding pool */
+    uint32_t window_blocks; /* blocks of the sliding layers' pool */
+    uint32_t max_tokens;    /* tokens one step carries at most */
+    uint32_t max_rows;      /* items one step carries at most */
+    uint64_t bytes_per_token; /* KV bytes of one position (both pools) */
+} gpt_cuda_kv_layout;
+void gpt_cuda_kv(const gpt_cuda *g, gpt_cuda_kv_layout *out);
 
-/* How the GPU picks the next token: greedy when temperature < 1e-5 (the CPU sampler's
- * threshold), else an exact draw from softmax(logits / temperature) by the Gumbel-max
- * trick, keyed by (seed, step): the same seed gives the same tokens on this path.  The
- * logprob that comes back is the log-softmax at temperature 1. */
-typedef struct gpt_cuda_sampling {
-    float temperature;
-    uint64_t seed;
-} gpt_cuda_sampling;
+/* One item of a step: tokens[0..count) of a sequence at positions start.. */
+typedef struct gpt_cuda_item {
+    const int32_t *tokens;
+    uint32_t start, count;
+    const uint32_t *full;    /* block tables, as the scheduler keeps them: the block of */
+    uint32_t n_full;         /* positions [i*B, (i+1)*B) is full[i] (ring[i] on sliding */
+    const uint32_t *ring;    /* layers; entries the window has passed may be gone) */
+    uint32_t n_ring;
+    bool pick;               /* pick the next token from the last row, on the GPU */
+    float temperature;       /* greedy below 1e-5 (the CPU sampler's threshold), else an */
+    uint64_t seed;           /* exact draw from softmax(logits / temperature) by the */
+    uint64_t draw;           /* Gumbel-max trick keyed by (seed, draw) */
+    float *logits;           /* host or NULL: rows logits_from..count-1 of the item go to */
+    uint32_t logits_from;    /* logits + (row - logits_from) * vocab */
+    int32_t picked;          /* out, with pick: the id, and its log-softmax at */
+    float logprob;           /* temperature 1 */
+} gpt_cuda_item;
 
-/* Runs ids[0..n) at the sequence's next positions (in chunks).  logits (host, may be
- * NULL) receives the rows of the last n_logits of them.  With pick, the next token is
- * picked on the GPU from the last row (id, logprob may be NULL) and becomes the token
- * the next gpt_cuda_decode runs.  UNSUPPORTED past the sequence's positions or for an
- * id outside the vocabulary. */
-llmr_status gpt_cuda_prefill(gpt_cuda_seq *s, const int32_t *ids, uint32_t n, float *logits,
-                             uint32_t n_logits, const gpt_cuda_sampling *pick, int32_t *id,
-                             float *logprob, char *err);
-/* One decode step through the graph: runs `token` (or, when token < 0, the last
- * picked id) and picks the next with the sampling of the last prefill; id/logprob as
- * there.  logits (host, may be NULL) receives the step's row. */
-llmr_status gpt_cuda_decode(gpt_cuda_seq *s, int32_t token, float *logits, int32_t *id,
-                            float *logprob, char *err);
+/* Runs the items through the model in one forward pass (every item's keys and values
+ * land in the cache at its positions).  UNSUPPORTED for more tokens or items than
+ * gpt_cuda_kv allows or an id outside the vocabulary, INTERNAL for a block table that
+ * lacks a position or a CUDA error. */
+llmr_status gpt_cuda_step(gpt_cuda *g, gpt_cuda_item *items, uint32_t n, char *err);
 
 #ifdef __cplusplus
 }

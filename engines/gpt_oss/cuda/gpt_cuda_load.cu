@@ -1,8 +1,8 @@
 /* Loading the gpt-oss model onto a GPU: shape checks, the weights uploaded from the
  * mapped safetensors through two pinned staging buffers (the CPU threads copy one
- * while the GPU pulls the other), the RoPE table, the scratch, and the KV pool sized
- * from what VRAM is left.  Also the VRAM arithmetic the engine's estimate uses.
- * See gpt_cuda.h. */
+ * while the GPU pulls the other), the RoPE table, the step's scratch, and the paged KV
+ * cache's two pools sized from what VRAM is left.  Also the VRAM arithmetic the
+ * engine's estimate uses.  See gpt_cuda.h. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,17 +36,6 @@ static uint64_t align256(uint64_t n)
     return (n + 255) & ~255ull;
 }
 
-uint64_t gpt_cuda_seq_bytes_for(const gpt_config *c, uint32_t max_tokens)
-{
-    uint64_t total = align256(state_block_bytes(c));
-    for (uint32_t l = 0; l < c->layers; l++) {
-        bool ring = c->sliding[l] && c->window && c->window < max_tokens;
-        uint64_t cap = ring ? c->window : max_tokens;
-        total += 2 * align256(cap * c->kv_heads * c->head_dim * sizeof(float));
-    }
-    return total;
-}
-
 static uint32_t qkv_rows(const gpt_config *c)
 {
     return (c->heads + 2 * c->kv_heads) * c->head_dim;
@@ -59,25 +48,68 @@ static uint64_t gemm_parts_floats(const gpt_config *c, uint64_t T)
     return k_gemm_split_scratch_bytes(T < 256 ? (uint32_t)T : 256, widest) / sizeof(float);
 }
 
-static uint64_t scratch_bytes(const gpt_config *c, uint32_t T)
+/* KV bytes of one position in one layer (K and V, 16-bit). */
+static uint64_t kv_bytes_per_layer_position(const gpt_config *c)
+{
+    return 2ull * c->kv_heads * c->head_dim * sizeof(kv_t);
+}
+
+static uint32_t layers_of_kind(const gpt_config *c, bool sliding)
+{
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < c->layers; l++)
+        n += (c->sliding[l] && c->window) == sliding;
+    return n;
+}
+
+static uint32_t logit_rows(uint32_t T)
+{
+    return T < GPT_CUDA_MAX_ROWS ? T : GPT_CUDA_MAX_ROWS;
+}
+
+/* Entries of the step's block tables at most: two tables of every row's whole context. */
+static uint64_t tables_cap(uint32_t rows, uint32_t context)
+{
+    return 2ull * rows * ((context + GPT_CUDA_BLOCK_TOKENS - 1) / GPT_CUDA_BLOCK_TOKENS + 1);
+}
+
+static uint64_t round16(uint64_t n)
+{
+    return (n + 15) & ~15ull;
+}
+
+/* Bytes of the step's inputs: ids, tokens, rows of logits, picks, then the tables. */
+static uint64_t step_input_bytes(uint32_t T, uint32_t rows, uint32_t context)
+{
+    return round16(T * 4ull) + round16(T * (uint64_t)sizeof(StepToken)) + round16(rows * 4ull) +
+           round16(rows * (uint64_t)sizeof(PickRow)) + tables_cap(rows, context) * 4;
+}
+
+static uint64_t scratch_bytes(const gpt_config *c, uint32_t T, uint32_t context)
 {
     uint64_t H = c->hidden, Q = (uint64_t)c->heads * c->head_dim, k = c->top_k;
-    uint64_t pf = T * 4 + 2 * T * H * 4 + T * qkv_rows(c) * 4ull + T * k * H * 4 +
-                  (uint64_t)GPT_CUDA_LOGIT_ROWS * c->vocab * 4 + 2 * T * H * 2 + 2 * T * Q * 2 +
-                  T * k * c->inter * 2 + 4 * T * k * 4 + gemm_parts_floats(c, T) * 4 +
-                  (2 * c->experts + 1) * 4;
-    uint64_t dc = (2 * H + qkv_rows(c) + Q + k + c->vocab) * 4 + k * 4 +
-                  (uint64_t)GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2) * 4 +
-                  k * c->inter * 2 + H * 2 + k_moe_down_scratch_bytes(c->top_k, c->hidden);
-    return pf + dc + 64 * 256; /* each buffer rounded to 256 bytes */
+    uint64_t R = logit_rows(T);
+    uint64_t step = 2 * T * H * 4 + T * qkv_rows(c) * 4ull + T * k * H * 4 + 2 * T * H * 2 +
+                    2 * T * Q * 2 + T * k * c->inter * 2 + 4 * T * k * 4 +
+                    gemm_parts_floats(c, T) * 4 + (2 * c->experts + 1) * 4 +
+                    k_attention_paged_scratch_floats(GPT_CUDA_SPLIT_ROWS, c->heads, c->head_dim) * 4 +
+                    R * c->vocab * 4 + R * H * 4 + k_pick_rows_scratch_bytes((uint32_t)R) +
+                    R * sizeof(PickOut) + step_input_bytes(T, (uint32_t)R, context);
+    uint64_t one = (Q + k) * 4 + k * 4 + k * c->inter * 2 + H * 2 +
+                   k_moe_down_scratch_bytes(c->top_k, c->hidden);
+    return step + one + 64 * 256; /* each buffer rounded to 256 bytes */
 }
 
 uint64_t gpt_cuda_estimate(const gpt_config *c, uint64_t weight_bytes, uint32_t context)
 {
     uint32_t T = context < GPT_CUDA_CHUNK ? context : GPT_CUDA_CHUNK;
     uint64_t tables = (uint64_t)context * (c->head_dim / 2) * sizeof(float2);
+    /* one sequence of the whole context in the full pool, the window in the sliding one */
+    uint64_t kv = kv_bytes_per_layer_position(c) *
+                  ((uint64_t)layers_of_kind(c, false) * context +
+                   (uint64_t)layers_of_kind(c, true) * (c->window + 2 * GPT_CUDA_BLOCK_TOKENS));
     /* small vectors go up as fp32: at most twice their f16 bytes, a rounding error */
-    return weight_bytes + tables + scratch_bytes(c, T) + gpt_cuda_seq_bytes_for(c, context);
+    return weight_bytes + tables + scratch_bytes(c, T, context) + kv;
 }
 
 /* ---- device memory --------------------------------------------------------------------- */
@@ -329,47 +361,67 @@ static llmr_status check_shapes(const gpt_config *c, char *err)
 static cudaError_t alloc_scratch(gpt_cuda *g)
 {
     const gpt_config *c = &g->cfg;
-    size_t T = g->chunk, H = c->hidden, Q = (size_t)c->heads * c->head_dim, k = c->top_k;
-    PrefillBuf *p = &g->pf;
-    DecodeBuf *d = &g->dc;
+    size_t T = g->chunk, R = g->rows, H = c->hidden, Q = (size_t)c->heads * c->head_dim;
+    size_t k = c->top_k;
+    StepBuf *b = &g->sb;
     cudaError_t e = cudaSuccess;
 #define A(ptr, n) \
     if (e == cudaSuccess) \
     e = dalloc_n(g, &(ptr), (n))
-    A(p->ids, T);
-    A(p->x, T * H);
-    A(p->xf, T * H);
-    A(p->qkv, T * qkv_rows(c));
-    A(p->moe_out, T * k * H);
-    A(p->logits, (size_t)GPT_CUDA_LOGIT_ROWS * c->vocab);
-    A(p->xn, T * H);
-    A(p->xn_lo, T * H);
-    A(p->attn, T * Q);
-    A(p->attn_lo, T * Q);
-    A(p->gemm_parts, gemm_parts_floats(c, T));
-    A(p->act, T * k * c->inter);
-    A(p->eids, T * k);
-    A(p->rows, T * k);
-    A(p->slot_of, T * k);
-    A(p->ew, T * k);
-    A(p->counts, c->experts);
-    A(p->offsets, c->experts + 1);
-    A(d->x, H);
-    A(d->qkv, qkv_rows(c));
-    A(d->attn, Q);
-    A(d->part, (size_t)GPT_CUDA_SPLITS_MAX * c->heads * (c->head_dim + 2));
-    A(d->act, k * c->inter);
-    A(d->xq, H);
-    A(d->ew, k);
-    A(d->logits, c->vocab);
-    A(d->eids, k);
-    A(g->pick_scratch, k_pick_scratch_bytes());
+    A(b->x, T * H);
+    A(b->xf, T * H);
+    A(b->qkv, T * qkv_rows(c));
+    A(b->moe_out, T * k * H);
+    A(b->xn, T * H);
+    A(b->xn_lo, T * H);
+    A(b->attn, T * Q);
+    A(b->attn_lo, T * Q);
+    A(b->gemm_parts, gemm_parts_floats(c, T));
+    A(b->attn_split, k_attention_paged_scratch_floats(GPT_CUDA_SPLIT_ROWS, c->heads, c->head_dim));
+    A(b->act, T * k * c->inter);
+    A(b->eids, T * k);
+    A(b->rows, T * k);
+    A(b->slot_of, T * k);
+    A(b->ew, T * k);
+    A(b->counts, c->experts);
+    A(b->offsets, c->experts + 1);
+    A(b->logits, R * c->vocab);
+    A(b->xg, R * H);
+    A(b->pout, R);
+    A(b->attn_f, Q);
+    A(b->d_ew, k);
+    A(b->d_eids, k);
+    A(b->xq, H);
+    A(b->d_act, k * c->inter);
+    if (e == cudaSuccess)
+        e = dalloc(g, &b->pick_scratch, k_pick_rows_scratch_bytes((uint32_t)R));
     size_t down_bytes = k_moe_down_scratch_bytes(c->top_k, c->hidden);
     if (e == cudaSuccess)
-        e = dalloc(g, &d->moe_down, down_bytes);
+        e = dalloc(g, &b->moe_down, down_bytes);
     if (e == cudaSuccess)
-        e = cudaMemset(d->moe_down, 0, down_bytes);
+        e = cudaMemset(b->moe_down, 0, down_bytes);
 #undef A
+    /* the inputs: one device buffer and its pinned twin, cut in the same places */
+    b->in_bytes = step_input_bytes((uint32_t)T, (uint32_t)R, g->context);
+    b->tables_cap = tables_cap((uint32_t)R, g->context);
+    if (e == cudaSuccess)
+        e = dalloc(g, reinterpret_cast<void **>(&b->in), b->in_bytes);
+    if (e == cudaSuccess)
+        e = cudaMallocHost(&b->h_in, b->in_bytes);
+    if (e == cudaSuccess)
+        e = cudaMallocHost(&b->h_pout, R * sizeof(PickOut));
+    if (e == cudaSuccess) {
+        unsigned char *at = b->in;
+        b->ids = reinterpret_cast<int32_t *>(at);
+        at += round16(T * 4);
+        b->tok = reinterpret_cast<StepToken *>(at);
+        at += round16(T * sizeof(StepToken));
+        b->lrows = reinterpret_cast<int32_t *>(at);
+        at += round16(R * 4);
+        b->prow = reinterpret_cast<PickRow *>(at);
+        at += round16(R * sizeof(PickRow));
+        b->tables = reinterpret_cast<uint32_t *>(at);
+    }
     return e;
 }
 
@@ -389,11 +441,14 @@ static cudaError_t make_rope_table(gpt_cuda *g, const gpt_rope *r)
     return e;
 }
 
-/* The pool: what `sequences` full-context sequences need, within free VRAM (less a
- * reserve) and the budget; the context shrinks when not even one fits. */
-static llmr_status make_pool(gpt_cuda *g, const gpt_cuda_params *p, char *err)
+/* The paged KV cache: the sliding pool holds the window (and a step's chunk) of every
+ * row a step can carry; the full pool what `sequences` full-context sequences need (or
+ * kv_pool_bytes), within free VRAM (less a reserve) and the budget.  The context shrinks
+ * to what the full pool holds. */
+static llmr_status make_kv(gpt_cuda *g, const gpt_cuda_params *p, char *err)
 {
     const gpt_config *c = &g->cfg;
+    const uint32_t B = GPT_CUDA_BLOCK_TOKENS;
     size_t free_b = 0, total_b = 0;
     cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
     if (e != cudaSuccess)
@@ -404,26 +459,51 @@ static llmr_status make_pool(gpt_cuda *g, const gpt_cuda_params *p, char *err)
                                                  ? p->vram_budget - g->vram
                                                  : avail)
                                          : 0;
+    uint32_t n_full = layers_of_kind(c, false), n_slide = layers_of_kind(c, true);
+    uint64_t per_pos = kv_bytes_per_layer_position(c);
+    uint64_t full_block = per_pos * B * n_full, slide_block = per_pos * B * n_slide;
+    gpt_cuda_kv_layout *kv = &g->kv;
+    kv->block_tokens = B;
+    kv->window = n_slide ? c->window : 0;
+    kv->window_blocks = n_slide ? g->rows * ((c->window + B - 1) / B + 2) + g->chunk / B + 1 : 0;
+    kv->max_tokens = g->chunk;
+    kv->max_rows = g->rows;
+    kv->bytes_per_token = per_pos * c->layers;
+    uint64_t slide_bytes = (uint64_t)kv->window_blocks * slide_block;
     uint32_t want_seqs = p->sequences ? p->sequences : 4;
-    uint64_t per = gpt_cuda_seq_bytes_for(c, g->context);
-    uint64_t bytes = p->kv_pool_bytes ? p->kv_pool_bytes : (uint64_t)want_seqs * per;
-    if (bytes > avail)
-        bytes = avail;
-    while (per > bytes && g->context > MIN_CONTEXT) {
-        g->context = g->context / 2 > MIN_CONTEXT ? g->context / 2 : MIN_CONTEXT;
-        per = gpt_cuda_seq_bytes_for(c, g->context);
-    }
-    if (per > bytes) {
+    uint64_t full_bytes = p->kv_pool_bytes ? p->kv_pool_bytes
+                                           : (uint64_t)want_seqs * ((g->context + B - 1) / B) * full_block;
+    if (!n_full)
+        full_bytes = 0;
+    if (slide_bytes + full_bytes > avail)
+        full_bytes = avail > slide_bytes ? avail - slide_bytes : 0;
+    kv->full_blocks = n_full ? (uint32_t)(full_bytes / full_block) : 0;
+    uint64_t min_blocks = (MIN_CONTEXT + B - 1) / B;
+    if ((n_full && kv->full_blocks < min_blocks) || slide_bytes > avail) {
         set_err(err, "not enough VRAM for the KV cache: %llu MiB free after the weights, "
                      "%llu MiB needed for %u positions",
-                (unsigned long long)(avail >> 20), (unsigned long long)(per >> 20), MIN_CONTEXT);
+                (unsigned long long)(avail >> 20),
+                (unsigned long long)((min_blocks * full_block + slide_bytes) >> 20), MIN_CONTEXT);
         return LLMR_OOM_VRAM;
     }
-    g->sequences = (uint32_t)(bytes / per);
-    e = dalloc(g, reinterpret_cast<void **>(&g->pool), bytes);
-    if (e != cudaSuccess)
-        return gpt_cuda_fail(err, "allocating the KV pool", e);
-    gpt_kv_pool_init(&g->ranges, bytes, 256);
+    if (n_full && (uint64_t)kv->full_blocks * B < g->context)
+        g->context = kv->full_blocks * B;
+    kv_t *pool[2] = {NULL, NULL};
+    uint64_t blocks[2] = {kv->full_blocks, kv->window_blocks};
+    uint64_t bytes[2] = {(uint64_t)kv->full_blocks * full_block, slide_bytes};
+    for (int w = 0; w < 2; w++)
+        if (bytes[w] && (e = dalloc(g, reinterpret_cast<void **>(&pool[w]), bytes[w])) != cudaSuccess)
+            return gpt_cuda_fail(err, "allocating the KV cache", e);
+    uint32_t seen[2] = {0, 0};
+    uint64_t layer_elems[2] = {blocks[0] * c->kv_heads * B * c->head_dim,
+                               blocks[1] * c->kv_heads * B * c->head_dim};
+    for (uint32_t l = 0; l < c->layers; l++) {
+        DevLayer *L = &g->layers[l];
+        uint32_t w = L->which;
+        L->kc = pool[w] + (2ull * seen[w]) * layer_elems[w];
+        L->vc = L->kc + layer_elems[w];
+        seen[w]++;
+    }
     return LLMR_OK;
 }
 
@@ -462,9 +542,10 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
     g->cfg = *c;
     g->device = p->device;
     snprintf(g->name, sizeof g->name, "%s", prop.name);
-    pthread_mutex_init(&g->lock, NULL);
+    g->sms = prop.multiProcessorCount;
     g->context = p->context && p->context < c->max_position ? p->context : c->max_position;
     g->chunk = g->context < GPT_CUDA_CHUNK ? g->context : GPT_CUDA_CHUNK;
+    g->rows = logit_rows(g->chunk);
 
     Uploader u = {};
     u.g = g;
@@ -495,7 +576,7 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
         upload_layer(&u, &g->layers[l], &m->layers[l], c);
         bool sliding = c->sliding[l] && c->window;
         g->layers[l].window = sliding ? c->window : 0;
-        g->layers[l].splits = sliding ? (c->window + 63) / 64 : GPT_CUDA_SPLITS_MAX;
+        g->layers[l].which = sliding ? 1 : 0;
     }
     up_floats(&u, &g->final_norm, m->final_norm, c->hidden);
     if (u.err == cudaSuccess)
@@ -540,12 +621,6 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
     e = make_rope_table(g, &m->rope);
     if (e == cudaSuccess)
         e = alloc_scratch(g);
-    if (e == cudaSuccess)
-        e = dalloc(g, reinterpret_cast<void **>(&g->d_cur), state_block_bytes(c));
-    if (e == cudaSuccess)
-        e = cudaMallocHost(&g->h_state, sizeof(SeqState));
-    if (e == cudaSuccess)
-        e = cudaMallocHost(&g->h_token, sizeof(int32_t));
     if (e != cudaSuccess) {
         st = gpt_cuda_fail(err, "allocating tables and scratch", e);
         gpt_cuda_free(g);
@@ -557,7 +632,7 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
         gpt_cuda_free(g);
         return LLMR_OOM_VRAM;
     }
-    st = make_pool(g, p, err);
+    st = make_kv(g, p, err);
     if (st != LLMR_OK) {
         gpt_cuda_free(g);
         return st;
@@ -573,18 +648,16 @@ void gpt_cuda_free(gpt_cuda *g)
     cudaSetDevice(g->device);
     if (g->stream)
         cudaStreamSynchronize(g->stream);
-    if (g->graph_ready)
-        cudaGraphExecDestroy(g->graph);
+    if (g->graph1_ready)
+        cudaGraphExecDestroy(g->graph1);
     for (size_t i = 0; i < g->n_allocs; i++)
         cudaFree(g->allocs[i]);
-    if (g->h_state)
-        cudaFreeHost(g->h_state);
-    if (g->h_token)
-        cudaFreeHost(g->h_token);
+    if (g->sb.h_in)
+        cudaFreeHost(g->sb.h_in);
+    if (g->sb.h_pout)
+        cudaFreeHost(g->sb.h_pout);
     if (g->stream)
         cudaStreamDestroy(g->stream);
-    gpt_kv_pool_free_all(&g->ranges);
-    pthread_mutex_destroy(&g->lock);
     free(g->allocs);
     free(g->layers);
     free(g);
@@ -600,9 +673,9 @@ uint32_t gpt_cuda_context(const gpt_cuda *g)
     return g->context;
 }
 
-uint32_t gpt_cuda_sequences(const gpt_cuda *g)
+void gpt_cuda_kv(const gpt_cuda *g, gpt_cuda_kv_layout *out)
 {
-    return g->sequences;
+    *out = g->kv;
 }
 
 const char *gpt_cuda_device_name(const gpt_cuda *g)

@@ -1,6 +1,6 @@
-/* The small kernels of the gpt-oss CUDA path: embedding, RMSNorm, the RoPE table,
- * RoPE and the KV store, the router, expert grouping and combining, and picking the
- * next token.  See kernels.cuh. */
+/* The small kernels of the gpt-oss CUDA path: load-time conversions and checks,
+ * embedding, RMSNorm, the RoPE table, the router, expert grouping and combining, and
+ * gathering a step's rows.  See kernels.cuh. */
 #include <float.h>
 
 #include "device_util.cuh"
@@ -108,7 +108,7 @@ cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, con
     return cudaGetLastError();
 }
 
-/* ---- RoPE and the KV cache ----------------------------------------------------------- */
+/* ---- the RoPE table ---------------------------------------------------------------------- */
 
 /* In double, as the CPU path: angle = pos * inv_freq[i]; (cos, sin) * attn_factor. */
 __global__ void rope_table_kernel(float2 *cs, const double *inv_freq, double attn_factor,
@@ -128,81 +128,6 @@ cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_fa
     size_t n = (size_t)positions * half;
     rope_table_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(cos_sin, inv_freq, attn_factor,
                                                                   positions, half);
-    return cudaGetLastError();
-}
-
-/* One block per token; threads over (head, pair). */
-__global__ void rope_kernel(float *qkv, const KvView *kvp, const float2 *cos_sin,
-                            const uint32_t *d_pos, uint32_t pos0, uint32_t heads,
-                            uint32_t kv_heads, uint32_t hd)
-{
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
-    uint32_t t = blockIdx.x, half = hd / 2;
-    uint32_t pos = (d_pos ? *d_pos : pos0) + t;
-    uint32_t qw = heads * hd, kvw = kv_heads * hd, width = qw + 2 * kvw;
-    float *row = qkv + (size_t)t * width;
-    const float2 *cs = cos_sin + (size_t)pos * half;
-    KvView kv = {};
-    if (kvp)
-        kv = *kvp;
-    uint32_t slot = kv.ring ? pos % kv.cap : pos;
-    for (uint32_t j = threadIdx.x; j < (heads + kv_heads) * half; j += blockDim.x) {
-        uint32_t h = j / half, i = j % half;
-        float *v = row + (size_t)h * hd; /* q heads, then k heads right after */
-        float2 c = cs[i];
-        float a = v[i], b = v[i + half];
-        float ra = a * c.x - b * c.y, rb = b * c.x + a * c.y;
-        v[i] = ra;
-        v[i + half] = rb;
-        if (kvp && h >= heads) {
-            float *dst = kv.k + ((size_t)(h - heads) * kv.cap + slot) * hd;
-            dst[i] = ra;
-            dst[i + half] = rb;
-        }
-    }
-    if (kvp)
-        for (uint32_t j = threadIdx.x; j < kvw; j += blockDim.x)
-            kv.v[((size_t)(j / hd) * kv.cap + slot) * hd + j % hd] = row[qw + kvw + j];
-}
-
-cudaError_t k_rope(float *qkv, const KvView *kv, const float2 *cos_sin, const uint32_t *d_pos,
-                   uint32_t pos0, uint32_t T, uint32_t heads, uint32_t kv_heads, uint32_t hd,
-                   cudaStream_t s)
-{
-    if (kv && T != 1)
-        return cudaErrorInvalidValue;
-    /* one block per token: 1024 threads when there are few (the decode step's one
-     * token: its 2,800 pairs and values in 3 rounds, not 11) */
-    LAUNCH(rope_kernel, T, T < 16 ? 1024 : 256, 0, s, qkv, kv, cos_sin, d_pos, pos0, heads,
-           kv_heads, hd);
-    return cudaGetLastError();
-}
-
-__global__ void kv_store_kernel(const KvView *kvp, const float *qkv, uint32_t pos0, uint32_t T,
-                                uint32_t heads, uint32_t kv_heads, uint32_t hd)
-{
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
-    const KvView kv = *kvp;
-    uint32_t t = blockIdx.x, pos = pos0 + t;
-    if (kv.ring && T > kv.cap && t < T - kv.cap)
-        return; /* a ring keeps the last cap positions */
-    if (!kv.ring && pos >= kv.cap)
-        return;
-    uint32_t slot = kv.ring ? pos % kv.cap : pos, kvw = kv_heads * hd;
-    const float *k = qkv + (size_t)t * ((size_t)heads * hd + 2 * kvw) + (size_t)heads * hd;
-    for (uint32_t j = threadIdx.x; j < kvw; j += blockDim.x) {
-        size_t at = ((size_t)(j / hd) * kv.cap + slot) * hd + j % hd;
-        kv.k[at] = k[j];
-        kv.v[at] = k[kvw + j];
-    }
-}
-
-cudaError_t k_kv_store(const KvView *kv, const float *qkv, uint32_t pos0, uint32_t T,
-                       uint32_t heads, uint32_t kv_heads, uint32_t hd, cudaStream_t s)
-{
-    LAUNCH(kv_store_kernel, T, 256, 0, s, kv, qkv, pos0, T, heads, kv_heads, hd);
     return cudaGetLastError();
 }
 
@@ -361,161 +286,22 @@ cudaError_t k_moe_combine(float *x, const float *out, const int32_t *slot, const
     return cudaGetLastError();
 }
 
-/* ---- picking the next token -------------------------------------------------------------- */
+/* ---- rows of a step ----------------------------------------------------------------------- */
 
-static __device__ __forceinline__ uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* A Gumbel variate for (seed, step, i): -log(-log(u)), u in (0, 1). */
-static __device__ __forceinline__ float gumbel(uint64_t seed, uint64_t step, uint32_t i)
-{
-    uint64_t r = mix64(seed ^ mix64(step * 0x9e3779b97f4a7c15ull + i));
-    float u = ((float)(r >> 40) + 0.5f) * (1.0f / 16777216.0f);
-    return -__logf(-__logf(u));
-}
-
-/* The pick in two launches: PICK_BLOCKS blocks each take a contiguous slice of the
- * vocabulary (its max, the argmax of the perturbed logits, the sum of exp against
- * its own max), then one block merges the slices and writes the state.  Ties keep
- * the lower id, as the CPU sampler does. */
-#define PICK_BLOCKS 128u
-#define PICK_THREADS 256u
-
-struct PickPart {
-    float best;  /* the best (perturbed) score */
-    int32_t id;  /* its id */
-    float max;   /* the slice's largest logit */
-    float sum;   /* sum of exp(logit - max) over the slice */
-};
-
-size_t k_pick_scratch_bytes(void)
-{
-    return PICK_BLOCKS * sizeof(PickPart);
-}
-
-static __device__ __forceinline__ void better(float &best, int32_t &id, float ob, int32_t oi)
-{
-    if (ob > best || (ob == best && oi < id)) {
-        best = ob;
-        id = oi;
-    }
-}
-
-/* Block-wide: the best (score, id) and the max into every thread's variables. */
-static __device__ void block_best_max(float &best, int32_t &id, float &mx)
-{
-    __shared__ float s_best[32], s_max[32];
-    __shared__ int32_t s_id[32];
-    uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-    for (int o = 16; o > 0; o >>= 1) {
-        better(best, id, __shfl_xor_sync(0xffffffffu, best, o),
-               __shfl_xor_sync(0xffffffffu, id, o));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    }
-    if (lane == 0) {
-        s_best[warp] = best;
-        s_id[warp] = id;
-        s_max[warp] = mx;
-    }
-    __syncthreads();
-    best = lane < nw ? s_best[lane] : -FLT_MAX;
-    id = lane < nw ? s_id[lane] : 0x7fffffff;
-    mx = lane < nw ? s_max[lane] : -FLT_MAX;
-    for (int o = 16; o > 0; o >>= 1) {
-        better(best, id, __shfl_xor_sync(0xffffffffu, best, o),
-               __shfl_xor_sync(0xffffffffu, id, o));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    }
-    __syncthreads(); /* the arrays may be used again */
-}
-
-static __device__ float block_sum(float v)
-{
-    __shared__ float s_sum[32];
-    uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0)
-        s_sum[warp] = v;
-    __syncthreads();
-    v = lane < nw ? s_sum[lane] : 0.0f;
-    v = warp_sum(v);
-    __syncthreads();
-    return v;
-}
-
-__global__ void __launch_bounds__(PICK_THREADS) pick_slice_kernel(PickPart *parts,
-                                                                  const SeqState *st,
-                                                                  const float *logits,
-                                                                  uint32_t vocab)
+__global__ void gather_rows_kernel(float *x, const float *src, const int32_t *rows, uint32_t H)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
-    const uint64_t step = st->step, seed = st->seed;
-    const float temperature = st->temperature;
-    uint32_t per = (vocab + PICK_BLOCKS - 1) / PICK_BLOCKS;
-    uint32_t lo = blockIdx.x * per, hi = min(vocab, lo + per);
-    float best = -FLT_MAX, mx = -FLT_MAX;
-    int32_t id = 0x7fffffff;
-    for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        float l = logits[i];
-        mx = fmaxf(mx, l);
-        float score = temperature > 0 ? l / temperature + gumbel(seed, step, i) : l;
-        better(best, id, score, (int32_t)i); /* ascending i per thread */
-    }
-    block_best_max(best, id, mx);
-    float sum = 0;
-    for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
-        sum += __expf(logits[i] - mx);
-    sum = block_sum(sum);
-    if (threadIdx.x == 0)
-        parts[blockIdx.x] = PickPart{best, id, mx, lo < hi ? sum : 0.0f};
+    const float *from = src + (size_t)rows[blockIdx.x] * H;
+    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
+        x[(size_t)blockIdx.x * H + i] = from[i];
 }
 
-__global__ void __launch_bounds__(PICK_BLOCKS) pick_merge_kernel(SeqState *st,
-                                                                 const float *logits,
-                                                                 const PickPart *parts,
-                                                                 uint32_t advance)
+cudaError_t k_gather_rows(float *x, const float *src, const int32_t *rows, uint32_t R, uint32_t H,
+                          cudaStream_t s)
 {
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
-    PickPart p = parts[threadIdx.x];
-    float best = p.best, mx = p.max;
-    int32_t id = p.id;
-    block_best_max(best, id, mx);
-    float total = block_sum(p.sum > 0 ? p.sum * __expf(p.max - mx) : 0.0f);
-    if (threadIdx.x == 0) {
-        st->pick_id = id;
-        st->pick_logprob = logits[id] - mx - __logf(total);
-        st->token = id;
-        st->step = st->step + 1;
-        st->pos += advance;
-    }
-}
-
-cudaError_t k_pick(SeqState *st, const float *logits, uint32_t vocab, void *scratch,
-                   uint32_t advance, cudaStream_t s)
-{
-    if (vocab == 0)
+    if (R == 0)
         return cudaErrorInvalidValue;
-    PickPart *parts = static_cast<PickPart *>(scratch);
-    LAUNCH(pick_slice_kernel, PICK_BLOCKS, PICK_THREADS, 0, s, parts, st, logits, vocab);
-    LAUNCH(pick_merge_kernel, 1, PICK_BLOCKS, 0, s, st, logits, parts, advance);
-    return cudaGetLastError();
-}
-
-__global__ void advance_kernel(SeqState *st, uint32_t n)
-{
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
-    st->pos += n;
-}
-
-cudaError_t k_advance(SeqState *st, uint32_t n, cudaStream_t s)
-{
-    LAUNCH(advance_kernel, 1, 1, 0, s, st, n);
+    LAUNCH(gather_rows_kernel, R, 256, 0, s, x, src, rows, H);
     return cudaGetLastError();
 }

@@ -16,6 +16,8 @@
 /* The small tile when a tile would hold few rows: less work on rows that are not there,
  * and more blocks for the bandwidth. */
 #define SMALL_ROWS 64u
+/* Experts' mean rows up to which a 64-row tile serves them (k_gemm_mxfp4_grouped). */
+#define MID_ROWS 96u
 
 struct GemmArgs {
     float *C;
@@ -52,7 +54,7 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
     grid_launch_next();
     constexpr int LDS = BK + 8;                 /* smem row in f16: conflict-free ldmatrix */
     constexpr int MT = BM == 128 ? 4 : 2;       /* m16 tiles per warp */
-    constexpr int WARPS_M = BM / (MT * 16);     /* 2 or 1 */
+    constexpr int WARPS_M = BM / (MT * 16);     /* 2, 2 or 1 */
     constexpr int WARPS_N = 8 / WARPS_M;        /* 4 or 8 */
     constexpr int NT = BN / WARPS_N / 8;        /* n8 tiles per warp: 4 or 2 */
     constexpr int ROW_CHUNKS = BK / 8;          /* 16-byte chunks of an f16 row's step */
@@ -348,10 +350,10 @@ static uint32_t sm_count(void)
     return (uint32_t)sms;
 }
 
-/* The split of K for the small tile: parts enough for about 2 blocks per SM. */
-static uint32_t k_splits(uint32_t M, uint32_t N, uint32_t K)
+/* The split of K for tiles of bm rows: parts enough for about 2 blocks per SM. */
+static uint32_t k_splits(uint32_t M, uint32_t N, uint32_t K, uint32_t bm)
 {
-    uint32_t tiles = ((N + BN - 1) / BN) * ((M + 31) / 32); /* of 32 rows */
+    uint32_t tiles = ((N + BN - 1) / BN) * ((M + bm - 1) / bm);
     uint32_t want = (2 * sm_count() + tiles - 1) / tiles, most = K / 64 / SPLIT_MIN_STEPS;
     want = want < most ? want : most;
     return want < 1 ? 1 : want > SPLITS_MAX ? SPLITS_MAX : want;
@@ -381,18 +383,25 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
     a.splits = 1;
     dim3 grid((N + BN - 1) / BN, M, 1);
     /* a short prompt: 32-row tiles up to 256 rows (the 128-row tile would leave most of
-     * the GPU idle: N / 128 blocks), K split when a scratch is given */
-    if (M > 4 * SMALL_ROWS)
+     * the GPU idle: N / 128 blocks), K split when a scratch is given; but where the
+     * 128-row tiles alone are blocks enough for every SM (lm_head over a step's rows: B
+     * is 1.2 GB), they read B once per 128 rows instead of once per 32 */
+    uint32_t big_tiles = ((N + BN - 1) / BN) * ((M + 127) / 128);
+    if (M > 4 * SMALL_ROWS || (M > 32 && big_tiles >= 4 * sm_count()))
         return A_lo ? launch<false, true, 128, 32, 3>(a, grid, s)
                     : launch<false, false, 128, 32, 3>(a, grid, s);
+    /* past 128 rows (a step of many sequences), 64-row tiles: B read half as often */
+    uint32_t bm = M > 128 ? 64 : 32;
     if (split_scratch && K % 64 == 0)
-        a.splits = k_splits(M, N, K);
+        a.splits = k_splits(M, N, K, bm);
     if (a.splits > 1) {
         a.parts = split_scratch;
         grid.z = a.splits;
     }
-    cudaError_t e = A_lo ? launch<false, true, 32, 64, 4>(a, grid, s)
-                         : launch<false, false, 32, 64, 4>(a, grid, s);
+    cudaError_t e = bm == 64 ? (A_lo ? launch<false, true, 64, 64, 3>(a, grid, s)
+                                     : launch<false, false, 64, 64, 3>(a, grid, s))
+                             : (A_lo ? launch<false, true, 32, 64, 4>(a, grid, s)
+                                     : launch<false, false, 32, 64, 4>(a, grid, s));
     if (e != cudaSuccess || a.splits == 1)
         return e;
     size_t mn = (size_t)M * N;
@@ -404,7 +413,8 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
 cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
                                  const uint8_t *blocks, const uint8_t *scales, const float *bias,
                                  const uint32_t *offsets, uint32_t E, uint32_t max_rows,
-                                 uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s)
+                                 uint32_t pairs, uint32_t N, uint32_t K, float alpha, float limit,
+                                 cudaStream_t s)
 {
     if (K % 64 || N % 8 || max_rows == 0 || E == 0 || K > 12288)
         return cudaErrorInvalidValue;
@@ -423,6 +433,14 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
     a.limit = limit;
     a.splits = 1;
     dim3 grid((N + BN - 1) / BN, max_rows, E);
+    /* rows per expert on average: few, 32-row tiles with more of the weights in flight;
+     * a few dozen (the decode of a large batch), 64-row tiles, which decode each expert's
+     * weights once where 32-row tiles would twice; many, 128-row tiles */
+    uint32_t mean = (pairs + E - 1) / E;
+    if (mean <= 24 || max_rows <= 32)
+        return launch<true, false, 32, 64, 6>(a, grid, s);
+    if (mean <= MID_ROWS)
+        return launch<true, false, 64, 64, 4>(a, grid, s);
     return max_rows <= SMALL_ROWS * E ? launch<true, false, 32, 64, 6>(a, grid, s)
                                       : launch<true, false, 128, 64, 3>(a, grid, s);
 }

@@ -8,13 +8,11 @@
  *     routers' near-ties downstream (docs/correctness.md), so it keeps fp32's precision.
  * The dense weights are converted from bf16 to fp16 at load (exact within fp16's
  * range), the MXFP4 experts stay MXFP4 and are decoded to fp16 inside the kernels; the
- * KV cache is fp32.  The embedding table stays bf16.  Every launcher takes a stream and
+ * KV cache is bf16 (paged, below).  The embedding table stays bf16.  Every launcher takes a stream and
  * returns the launch's error.
  *
  * Layouts: a matrix [rows][cols] is row-major; activations are [tokens][width];
- * MXFP4 weights are blocks [rows][cols/32][16] and scales [rows][cols/32]; the KV
- * cache of a layer is [kv_heads][cap][head_dim], slot = position (full layers) or
- * position % window (sliding layers, a ring of the window). */
+ * MXFP4 weights are blocks [rows][cols/32][16] and scales [rows][cols/32]. */
 #ifndef GPT_CUDA_KERNELS_CUH
 #define GPT_CUDA_KERNELS_CUH
 
@@ -43,25 +41,68 @@ static __device__ __forceinline__ void split_f16(float x, f16 *hi, f16 *lo)
     *lo = to_f16(x - __half2float(h));
 }
 
-/* One layer's KV cache as the kernels see it (in device memory: the kernels of a
- * captured decode step read it there, so one graph serves every sequence). */
-struct KvView {
-    float *k, *v;
-    uint32_t cap;   /* positions held */
-    uint32_t ring;  /* 1: slot = pos % cap */
+/* ---- the step of many sequences: the paged KV cache ------------------------------------
+ * The KV cache of the step path is a pool of blocks of `block_tokens` positions per kind
+ * of layer (full attention, sliding window), 16-bit, per layer [block][kv_head][block
+ * position][head_dim] for K and again for V.  A sequence's block table (the scheduler's,
+ * engines/sched) maps its position p to block table[p / block_tokens].
+ *
+ * The 16 bits are fp16, not bf16: the same capacity with 3 more bits of mantissa.  With
+ * bf16 the 2-layer preset's logits were 100 times further from fp32 (relative L2 2.1e-2,
+ * top-1 97.7% of 300 positions; docs/batching.md).  Keys and values are normed
+ * projections, far inside fp16's range; a value beyond it saturates (to_f16). */
+#define GPT_KV_NO_BLOCK 0xffffffffu
+typedef f16 kv_t;
+
+/* One token of a step, as the step's kernels read it (device memory). */
+struct StepToken {
+    uint32_t pos;      /* its position in its sequence */
+    uint32_t table[2]; /* where its sequence's block tables start in the step's tables:
+                          [0] the full-attention pool's, [1] the sliding pool's */
+    uint32_t slot[2];  /* where its key and value go in each pool:
+                          block * block_tokens + pos % block_tokens */
 };
 
-/* A sequence's decode state in device memory: what one step reads and advances. */
-struct SeqState {
-    uint32_t pos;       /* tokens in the cache: the next token's position */
-    int32_t token;      /* the next token to run */
-    uint64_t step;      /* draws so far (keys the sampler's noise) */
-    uint64_t seed;
-    float temperature;  /* <= 0: greedy */
-    int32_t pick_id;    /* the last pick */
-    float pick_logprob; /* its log-softmax (temperature 1) */
+/* RoPE for T tokens at tok[t].pos: q and k of the fp32 qkv rows [q | k | v] rotated in
+ * place with the table cos_sin [positions][hd/2] (cos, sin already scaled by the
+ * attention factor); then each token's k and v stored as fp16 at tok[t].slot[which] of
+ * the layer's cache kc, vc. */
+cudaError_t k_rope_kv_paged(float *qkv, kv_t *kc, kv_t *vc, const StepToken *tok, uint32_t which,
+                            const float2 *cos_sin, uint32_t T, uint32_t heads, uint32_t kv_heads,
+                            uint32_t hd, uint32_t block_tokens, cudaStream_t s);
+/* Attention of T tokens (the q parts of qkv rows) over their sequences' cached keys and
+ * values at positions up to their own (the last `window` on sliding layers; 0: all), read
+ * through the block tables (tables + tok[t].table[which]), with a sink per head.  out:
+ * [T][heads*hd] as split fp16 (out_hi + out_lo) and/or fp32 (out_f).  The keys are split
+ * over `splits` blocks per token and head; with splits > 1, scratch holds
+ * k_attention_paged_scratch_floats(T * splits, heads, hd). */
+cudaError_t k_attention_paged(f16 *out_hi, f16 *out_lo, float *out_f, float *scratch,
+                              const float *qkv, const kv_t *kc, const kv_t *vc,
+                              const StepToken *tok, const uint32_t *tables, uint32_t which,
+                              const float *sinks, uint32_t T, uint32_t heads, uint32_t kv_heads,
+                              uint32_t hd, uint32_t block_tokens, uint32_t window,
+                              uint32_t splits, cudaStream_t s);
+size_t k_attention_paged_scratch_floats(uint32_t rows, uint32_t heads, uint32_t hd);
+
+/* How one row of a step is picked (device memory): temperature <= 0 is greedy. */
+struct PickRow {
+    float temperature;
     uint32_t pad;
+    uint64_t seed;
+    uint64_t step; /* draws so far: keys the noise with the seed */
 };
+struct PickOut {
+    int32_t id;
+    float logprob; /* log-softmax at temperature 1 */
+};
+/* out[r] from logits [R][vocab] with rows[r], as k_pick picks.  scratch:
+ * k_pick_rows_scratch_bytes(R) of device memory. */
+cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
+                        uint32_t vocab, void *scratch, cudaStream_t s);
+size_t k_pick_rows_scratch_bytes(uint32_t rows);
+/* x[r][:] = src[rows[r]][:] for r < R (the rows of a step whose logits are wanted). */
+cudaError_t k_gather_rows(float *x, const float *src, const int32_t *rows, uint32_t R, uint32_t H,
+                          cudaStream_t s);
 
 /* ---- elementwise and small ------------------------------------------------------- */
 
@@ -82,17 +123,6 @@ cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, con
  * pos < positions, i < half, computed in double (inv_freq: device, half doubles). */
 cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_factor,
                          uint32_t positions, uint32_t half, cudaStream_t s);
-/* RoPE for T tokens at positions pos0 + t (pos0 = *d_pos when d_pos is not NULL):
- * rotates q and k of the fp32 qkv rows [q | k | v] in place with the table cos_sin
- * [positions][hd/2] (cos, sin already scaled by the attention factor); with kv (the
- * decode step, T = 1) also stores k and v into the cache. */
-cudaError_t k_rope(float *qkv, const KvView *kv, const float2 *cos_sin, const uint32_t *d_pos,
-                   uint32_t pos0, uint32_t T, uint32_t heads, uint32_t kv_heads, uint32_t hd,
-                   cudaStream_t s);
-/* Stores the k, v parts of T qkv rows (as k_rope leaves them) at positions pos0.. into
- * the cache (a ring keeps only the positions it can hold: the last cap). */
-cudaError_t k_kv_store(const KvView *kv, const float *qkv, uint32_t pos0, uint32_t T,
-                       uint32_t heads, uint32_t kv_heads, uint32_t hd, cudaStream_t s);
 /* Router: logits[t][e] = w[e] . xn[t] + b[e] (xn fp32); the top-k ids (ties to the
  * lower id) and their softmax. */
 cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w, const float *b,
@@ -111,18 +141,6 @@ cudaError_t k_moe_combine(float *x, const float *out, const int32_t *slot, const
  * every slot (rows[slot]) and the slot of every pair (slot_of[t*k+j]). */
 cudaError_t k_moe_group(int32_t *rows, int32_t *slot_of, uint32_t *counts, uint32_t *offsets,
                         const int32_t *ids, uint32_t T, uint32_t k, uint32_t E, cudaStream_t s);
-/* The next token from logits[vocab]: greedy (st->temperature <= 0) or an exact draw
- * from softmax(logits / temperature) by the Gumbel-max trick with a counter-based
- * generator keyed by (st->seed, st->step).  Sets st->pick_id, st->pick_logprob (the
- * log-softmax of the logits at the id, temperature 1) and st->token, counts the
- * step, and adds `advance` to st->pos (the decode step's token is then in the cache).
- * scratch: k_pick_scratch_bytes() of device memory, the partial results. */
-cudaError_t k_pick(SeqState *st, const float *logits, uint32_t vocab, void *scratch,
-                   uint32_t advance, cudaStream_t s);
-size_t k_pick_scratch_bytes(void);
-/* st->pos += n: the tokens just run are in the cache. */
-cudaError_t k_advance(SeqState *st, uint32_t n, cudaStream_t s);
-
 /* ---- matrix-vector products (decode) ----------------------------------------------- */
 /* Their vectors (x, act) and norm weights must be 16-byte aligned (every buffer the
  * engine allocates is); otherwise they return cudaErrorInvalidValue. */
@@ -174,28 +192,12 @@ size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N);
  * (bias + e * N).  MXFP4 tiles are decoded into shared memory as f16, never to
  * global memory.  Either C fp32 [slots][N], or, with act, the clamped SwiGLU of each
  * (gate, up) column pair: act f16 [slots][N/2].  max_rows bounds every expert's slots
- * (the grid is sized by it; blocks past an expert's count exit at once). */
+ * (the grid is sized by it; blocks past an expert's count exit at once); pairs is the
+ * slots in all (offsets[E]), whose mean per expert picks the tile's rows. */
 cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
                                  const uint8_t *blocks, const uint8_t *scales, const float *bias,
                                  const uint32_t *offsets, uint32_t E, uint32_t max_rows,
-                                 uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s);
+                                 uint32_t pairs, uint32_t N, uint32_t K, float alpha, float limit,
+                                 cudaStream_t s);
 
-/* ---- attention ------------------------------------------------------------------------ */
-
-/* Decode: one query per head at position *d_pos over the cache (the last `window`
- * positions on sliding layers, all on full ones), with a sink per head.  Splits the
- * keys in `splits` parts (partials in scratch: splits * heads * (hd + 2) floats) and
- * combines them.  out: fp32 [heads][hd]. */
-cudaError_t k_attention_decode(float *out, float *scratch, const float *q, const KvView *kv,
-                               const float *sinks, const uint32_t *d_pos, uint32_t heads,
-                               uint32_t kv_heads, uint32_t hd, uint32_t window, uint32_t splits,
-                               cudaStream_t s);
-/* Prefill: T queries at positions pos0.. (the q parts of the fp32 qkv rows, as
- * k_rope leaves them); keys and values at positions below pos0 come from the cache,
- * the chunk's own from the k, v parts of qkv.  Causal, the last `window` positions on
- * sliding layers (window 0: all).  Every product in split fp16 (scores three mma,
- * P V three).  out: split fp16 [T][heads*hd] (out_hi + out_lo). */
-cudaError_t k_attention_prefill(f16 *out_hi, f16 *out_lo, const float *qkv, const KvView *kv,
-                                const float *sinks, uint32_t pos0, uint32_t T, uint32_t heads,
-                                uint32_t kv_heads, uint32_t hd, uint32_t window, cudaStream_t s);
 #endif

@@ -1,10 +1,14 @@
-/* The CPU path's step loop: one thread per loaded model that serves every request
- * together through the step scheduler (engines/sched/scheduler.h).  submit only queues;
- * each step the loop admits what was submitted, ends what was cancelled, asks the
- * scheduler for a plan (a token for each decoding request, chunks of prompts), runs
- * each planned chunk through the request's own KV cache (cpu_forward.h), samples the
- * rows that end a sequence, and sends the step's events.  A request the scheduler
- * preempted is read again from its first token into the same cache.  See gpt_engine.h. */
+/* The step loop: one thread per loaded model that serves every request together through
+ * the step scheduler (engines/sched/scheduler.h).  submit only queues; each step the
+ * loop admits what was submitted, ends what was cancelled, asks the scheduler for a plan
+ * (a token for each decoding request, chunks of prompts), runs it, samples the rows that
+ * end a sequence, and sends the step's events.
+ *
+ * On the GPU the plan is one forward pass over the paged KV cache, whose blocks the
+ * scheduler hands out (gpu_step.c).  On the CPU each planned chunk runs through the
+ * request's own KV cache (cpu_forward.h); the scheduler's blocks only count there.  A
+ * request the scheduler preempted is read again from its first token.  See
+ * gpt_engine.h. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -33,8 +37,18 @@ struct gpt_loop {
     int32_t *picked;
     llmr_status *failed;
     uint32_t per_item_cap;
-    float *logits; /* one row */
+    float *logits; /* one row (the CPU path) */
+#ifdef LLMR_GPT_CUDA
+    gpt_gpu_items gpu; /* the GPU path's items */
+#endif
 };
+
+#ifdef LLMR_GPT_CUDA
+static bool loop_on_gpu(const gpt_loop *L)
+{
+    return L->e->gpu != NULL;
+}
+#endif
 
 /* ---- ends of a request ------------------------------------------------------------- */
 
@@ -172,6 +186,13 @@ static void send_token(gpt_loop *L, request *r)
     memset(&ev, 0, sizeof ev);
     ev.struct_size = sizeof ev;
     ev.request_id = r->id;
+    if (r->logits_out) { /* a logits() request: its rows are in, nothing to generate */
+        ev.id = -1;
+        ev.finish = LLMR_ENGINE_FINISH_STOP;
+        retire(L, r);
+        gpt_request_end(r, &ev);
+        return;
+    }
     ev.index = r->seq->len - r->seq->prompt_len - 1;
     ev.id = r->last.id;
     ev.logprob = r->last.logprob;
@@ -199,15 +220,40 @@ static void run_step(gpt_loop *L)
             end_failed(L, st->items[i].seq->user, LLMR_OOM_RAM, "out of memory for the step");
         return;
     }
-    for (uint32_t i = 0; i < st->n_items; i++) {
-        L->picked[i] = -1;
-        L->failed[i] = run_item(L, &st->items[i], &L->picked[i]);
-    }
+#ifdef LLMR_GPT_CUDA
+    if (loop_on_gpu(L)) {
+        char err[GPT_ERR_MAX];
+        llmr_status s = gpt_gpu_step_run(L->e, &L->gpu, st, L->picked, err);
+        if (s != LLMR_OK) { /* nothing of the step happened: every request in it fails */
+            /* ending takes a sequence out of the scheduler, and the items point into it */
+            uint32_t n = st->n_items;
+            request **rs = malloc(n * sizeof *rs);
+            for (uint32_t i = 0; rs && i < n; i++)
+                rs[i] = st->items[i].seq->user;
+            for (uint32_t i = 0; i < n; i++) {
+                request *r = rs ? rs[i] : st->items[0].seq->user;
+                snprintf(r->error, sizeof r->error, "%s", err);
+                end_failed(L, r, s, r->error);
+                if (!rs) /* out of memory: end the first, the next step fails the rest */
+                    break;
+            }
+            free(rs);
+            st->n_items = 0;
+            return;
+        }
+        for (uint32_t i = 0; i < st->n_items; i++)
+            L->failed[i] = LLMR_OK;
+    } else
+#endif
+        for (uint32_t i = 0; i < st->n_items; i++) {
+            L->picked[i] = -1;
+            L->failed[i] = run_item(L, &st->items[i], &L->picked[i]);
+        }
     llmr_sched_commit(&L->sched, st, L->picked);
     pthread_mutex_lock(&L->e->lock);
     for (uint32_t i = 0; i < st->n_items; i++) {
         request *r = st->items[i].seq->user;
-        r->cache_bytes = r->cpu_open ? r->cpu.bytes : 0;
+        r->cache_bytes = r->cpu_open ? r->cpu.bytes : 0; /* the GPU's cache is one pool */
     }
     pthread_mutex_unlock(&L->e->lock);
     /* events last; a request that fails ends after the loop, since ending takes its
@@ -281,15 +327,31 @@ bool gpt_loop_start(llmr_engine_model *e, uint32_t max_batch, char err[GPT_ERR_M
         return false;
     }
     L->e = e;
-    uint32_t running = max_batch ? max_batch : GPT_LOOP_DEFAULT_BATCH;
     llmr_sched_params p = {0};
-    p.token_budget = LOOP_TOKEN_BUDGET;
-    p.max_running = running;
-    p.block_tokens = LOOP_BLOCK_TOKENS;
-    /* Each request's cache is its own (cpu_forward.h), so the blocks only count: as many
-     * as `running` requests of the whole context take, and none is ever preempted. */
-    p.full_blocks = (e->context + LOOP_BLOCK_TOKENS - 1) / LOOP_BLOCK_TOKENS * running;
     p.max_context = e->context;
+#ifdef LLMR_GPT_CUDA
+    if (loop_on_gpu(L)) { /* the blocks are the GPU's KV cache */
+        gpt_cuda_kv_layout kv;
+        gpt_cuda_kv(e->gpu, &kv);
+        uint32_t running = max_batch ? max_batch : GPT_LOOP_GPU_BATCH;
+        p.token_budget = kv.max_tokens;
+        p.max_running = running < kv.max_rows ? running : kv.max_rows;
+        p.block_tokens = kv.block_tokens;
+        p.full_blocks = kv.full_blocks;
+        p.window = kv.window;
+        p.window_blocks = kv.window_blocks;
+    } else
+#endif
+    {
+        uint32_t running = max_batch ? max_batch : GPT_LOOP_DEFAULT_BATCH;
+        p.token_budget = LOOP_TOKEN_BUDGET;
+        p.max_running = running;
+        p.block_tokens = LOOP_BLOCK_TOKENS;
+        /* Each request's cache is its own (cpu_forward.h), so the blocks only count: as
+         * many as `running` requests of the whole context take, and none is ever
+         * preempted. */
+        p.full_blocks = (e->context + LOOP_BLOCK_TOKENS - 1) / LOOP_BLOCK_TOKENS * running;
+    }
     char serr[LLMR_SCHED_ERR_MAX];
     if (!llmr_sched_init(&L->sched, &p, serr)) {
         snprintf(err, GPT_ERR_MAX, "the step scheduler: %s", serr);
@@ -352,6 +414,9 @@ void gpt_loop_stop(llmr_engine_model *e)
     free(L->picked);
     free(L->failed);
     free(L->logits);
+#ifdef LLMR_GPT_CUDA
+    gpt_gpu_items_free(&L->gpu);
+#endif
     free(L);
     e->loop = NULL;
 }

@@ -1,0 +1,172 @@
+/* Picking the next token on the GPU from rows of logits: greedy, or an exact draw from
+ * softmax(logits / temperature) by the Gumbel-max trick with a counter-based generator
+ * keyed by (seed, step), and the log-softmax (temperature 1) of what was picked.
+ *
+ * Two launches: blocks each take a contiguous slice of a row's vocabulary (its max, the
+ * argmax of the perturbed logits, the sum of exp against its own max), then one block per
+ * row merges the slices.  Ties keep the lower id, as the CPU sampler does. */
+#include <float.h>
+
+#include "device_util.cuh"
+
+static __device__ __forceinline__ uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A Gumbel variate for (seed, step, i): -log(-log(u)), u in (0, 1). */
+static __device__ __forceinline__ float gumbel(uint64_t seed, uint64_t step, uint32_t i)
+{
+    uint64_t r = mix64(seed ^ mix64(step * 0x9e3779b97f4a7c15ull + i));
+    float u = ((float)(r >> 40) + 0.5f) * (1.0f / 16777216.0f);
+    return -__logf(-__logf(u));
+}
+
+#define PICK_THREADS 256u
+
+struct PickPart {
+    float best;  /* the best (perturbed) score */
+    int32_t id;  /* its id */
+    float max;   /* the slice's largest logit */
+    float sum;   /* sum of exp(logit - max) over the slice */
+};
+
+static __device__ __forceinline__ void better(float &best, int32_t &id, float ob, int32_t oi)
+{
+    if (ob > best || (ob == best && oi < id)) {
+        best = ob;
+        id = oi;
+    }
+}
+
+/* Block-wide: the best (score, id) and the max into every thread's variables. */
+static __device__ void block_best_max(float &best, int32_t &id, float &mx)
+{
+    __shared__ float s_best[32], s_max[32];
+    __shared__ int32_t s_id[32];
+    uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    for (int o = 16; o > 0; o >>= 1) {
+        better(best, id, __shfl_xor_sync(0xffffffffu, best, o),
+               __shfl_xor_sync(0xffffffffu, id, o));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    }
+    if (lane == 0) {
+        s_best[warp] = best;
+        s_id[warp] = id;
+        s_max[warp] = mx;
+    }
+    __syncthreads();
+    best = lane < nw ? s_best[lane] : -FLT_MAX;
+    id = lane < nw ? s_id[lane] : 0x7fffffff;
+    mx = lane < nw ? s_max[lane] : -FLT_MAX;
+    for (int o = 16; o > 0; o >>= 1) {
+        better(best, id, __shfl_xor_sync(0xffffffffu, best, o),
+               __shfl_xor_sync(0xffffffffu, id, o));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    }
+    __syncthreads(); /* the arrays may be used again */
+}
+
+static __device__ float block_sum(float v)
+{
+    __shared__ float s_sum[32];
+    uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0)
+        s_sum[warp] = v;
+    __syncthreads();
+    v = lane < nw ? s_sum[lane] : 0.0f;
+    v = warp_sum(v);
+    __syncthreads();
+    return v;
+}
+
+
+/* The slice [lo, hi) of one row: its part. */
+static __device__ PickPart scan_slice(const float *logits, uint32_t lo, uint32_t hi,
+                                      float temperature, uint64_t seed, uint64_t step)
+{
+    float best = -FLT_MAX, mx = -FLT_MAX;
+    int32_t id = 0x7fffffff;
+    for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        float l = logits[i];
+        mx = fmaxf(mx, l);
+        float score = temperature > 0 ? l / temperature + gumbel(seed, step, i) : l;
+        better(best, id, score, (int32_t)i); /* ascending i per thread */
+    }
+    block_best_max(best, id, mx);
+    float sum = 0;
+    for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
+        sum += __expf(logits[i] - mx);
+    sum = block_sum(sum);
+    return PickPart{best, id, mx, lo < hi ? sum : 0.0f};
+}
+
+/* Thread i < n holds parts[i]: the merged pick (id and its log-softmax) in every thread. */
+static __device__ void merge_parts(const PickPart *parts, uint32_t n, const float *logits,
+                                   int32_t *id_out, float *logprob_out)
+{
+    PickPart p = threadIdx.x < n ? parts[threadIdx.x] : PickPart{-FLT_MAX, 0x7fffffff, -FLT_MAX, 0};
+    float best = p.best, mx = p.max;
+    int32_t id = p.id;
+    block_best_max(best, id, mx);
+    float total = block_sum(p.sum > 0 ? p.sum * __expf(p.max - mx) : 0.0f);
+    *id_out = id;
+    *logprob_out = logits[id] - mx - __logf(total);
+}
+
+#define ROW_SLICES_MAX 64u
+
+__global__ void __launch_bounds__(PICK_THREADS) pick_rows_slice_kernel(PickPart *parts,
+                                                                       const PickRow *rows,
+                                                                       const float *logits,
+                                                                       uint32_t vocab,
+                                                                       uint32_t slices)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    const uint32_t r = blockIdx.y, per = (vocab + slices - 1) / slices;
+    const uint32_t lo = blockIdx.x * per, hi = min(vocab, lo + per);
+    const PickRow row = rows[r];
+    PickPart p = scan_slice(logits + (size_t)r * vocab, lo, hi, row.temperature, row.seed, row.step);
+    if (threadIdx.x == 0)
+        parts[(size_t)r * slices + blockIdx.x] = p;
+}
+
+__global__ void __launch_bounds__(ROW_SLICES_MAX) pick_rows_merge_kernel(PickOut *out,
+                                                                         const float *logits,
+                                                                         const PickPart *parts,
+                                                                         uint32_t vocab,
+                                                                         uint32_t slices)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    const uint32_t r = blockIdx.x;
+    int32_t id;
+    float logprob;
+    merge_parts(parts + (size_t)r * slices, slices, logits + (size_t)r * vocab, &id, &logprob);
+    if (threadIdx.x == 0)
+        out[r] = PickOut{id, logprob};
+}
+
+size_t k_pick_rows_scratch_bytes(uint32_t rows)
+{
+    return (size_t)rows * ROW_SLICES_MAX * sizeof(PickPart);
+}
+
+cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
+                        uint32_t vocab, void *scratch, cudaStream_t s)
+{
+    if (vocab == 0 || R == 0)
+        return cudaErrorInvalidValue;
+    /* about eight blocks per SM in all: many slices for one row, a few for hundreds */
+    uint32_t slices = (1056 + R - 1) / R;
+    slices = slices < 1 ? 1 : slices > ROW_SLICES_MAX ? ROW_SLICES_MAX : slices;
+    PickPart *parts = static_cast<PickPart *>(scratch);
+    LAUNCH(pick_rows_slice_kernel, dim3(slices, R), PICK_THREADS, 0, s, parts, rows, logits, vocab,
+           slices);
+    LAUNCH(pick_rows_merge_kernel, R, ROW_SLICES_MAX, 0, s, out, logits, parts, vocab, slices);
+    return cudaGetLastError();
+}

@@ -1,0 +1,98 @@
+/* A step of the GPU path's step loop (step_loop.c): the scheduler's items become
+ * gpt_cuda items (tokens, positions, block tables, how each is sampled) and run through
+ * the model in one forward pass.  A request that asks only for temperature (and the
+ * logprob) is picked on the GPU; the others' rows of logits come to the host for the CPU
+ * sampler (sampler.h); a logits() request gets the rows of its prompt.  See
+ * gpt_engine.h. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt_engine.h"
+
+static bool room(gpt_gpu_items *buf, uint32_t n)
+{
+    if (n <= buf->cap)
+        return true;
+    gpt_cuda_item *grown = realloc(buf->items, n * sizeof *grown);
+    if (!grown)
+        return false;
+    buf->items = grown;
+    buf->cap = n;
+    return true;
+}
+
+/* Item i of the step as the GPU takes it. */
+static void describe_item(const llmr_sched_item *si, gpt_cuda_item *it, uint32_t vocab)
+{
+    const llmr_sched_seq *q = si->seq;
+    const request *r = q->user;
+    memset(it, 0, sizeof *it);
+    it->tokens = q->tokens + si->start;
+    it->start = si->start;
+    it->count = si->count;
+    it->full = q->full;
+    it->n_full = q->n_full;
+    it->ring = q->ring;
+    it->n_ring = q->n_ring;
+    it->picked = -1;
+    if (r->logits_out) { /* the rows of the prompt from logits_first on */
+        uint32_t end = si->start + si->count;
+        if (end > r->logits_first) {
+            uint32_t from = r->logits_first > si->start ? r->logits_first : si->start;
+            it->logits = r->logits_out + (size_t)(from - r->logits_first) * vocab;
+            it->logits_from = from - si->start;
+        }
+        return;
+    }
+    if (!si->sample)
+        return;
+    if (r->gpu_pick) {
+        it->pick = true;
+        it->temperature = r->temperature;
+        it->seed = r->seed;
+        it->draw = q->len - q->prompt_len; /* the same after a preemption */
+    } else {
+        it->logits = r->row;
+        it->logits_from = si->count - 1;
+    }
+}
+
+llmr_status gpt_gpu_step_run(llmr_engine_model *e, gpt_gpu_items *buf, const llmr_sched_step *step,
+                             int32_t *picked, char err[GPT_ERR_MAX])
+{
+    if (!room(buf, step->n_items)) {
+        snprintf(err, GPT_ERR_MAX, "out of memory for the step");
+        return LLMR_OOM_RAM;
+    }
+    for (uint32_t i = 0; i < step->n_items; i++)
+        describe_item(&step->items[i], &buf->items[i], e->m.cfg.vocab);
+    llmr_status st = gpt_cuda_step(e->gpu, buf->items, step->n_items, err);
+    if (st != LLMR_OK)
+        return st;
+    for (uint32_t i = 0; i < step->n_items; i++) {
+        const llmr_sched_item *si = &step->items[i];
+        request *r = si->seq->user;
+        picked[i] = -1;
+        if (!si->sample || r->logits_out)
+            continue;
+        memset(&r->last, 0, sizeof r->last);
+        if (r->gpu_pick) {
+            r->last.id = buf->items[i].picked;
+            r->last.logprob = r->want_logprob ? buf->items[i].logprob : 0.0f;
+        } else {
+            gpt_sampler_sample(r->sampler, r->row, &r->last);
+        }
+        picked[i] = r->last.id;
+    }
+    return LLMR_OK;
+}
+
+void gpt_gpu_items_free(gpt_gpu_items *buf)
+{
+    free(buf->items);
+    memset(buf, 0, sizeof *buf);
+}

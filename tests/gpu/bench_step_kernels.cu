@@ -1,0 +1,238 @@
+/* Development timing of the kernels of one decode step of B sequences (the step path,
+ * gpt_cuda_step.cu) at gpt-oss-20b's shapes: per layer the attention block's GEMMs,
+ * RoPE with the paged KV write, paged attention over a context of C positions, the
+ * router, the grouping by expert, the grouped MXFP4 GEMMs and their combine; then
+ * lm_head and the pick.  Random weights, 24 layers' worth of distinct ones (more than
+ * the L2 holds), each token routed to 4 random experts of 32.  The time per launch is
+ * the mean of back-to-back launches; the table's last line adds them up as one step.
+ * It checks nothing: correctness is gpt-oss-kernel-check's.
+ *
+ * Usage: gpt-oss-step-kernel-bench [--batch 8,64,256] [--context 300] [--reps N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "cuda_ok.h"
+#include "kernels.cuh"
+
+static const uint32_t LAYERS = 24, E = 32, K = 4, H = 2880, I = 2880, HEADS = 64, KVH = 8, HD = 64,
+                      QW = HEADS * HD, QKV = QW + 2 * KVH * HD, VOCAB = 201088, B = 16;
+
+__global__ void fill_bytes(uint8_t *p, size_t n, uint32_t seed, uint8_t lo, uint8_t span)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t z = (uint32_t)i * 2654435761u ^ seed;
+        z ^= z >> 15;
+        z *= 2246822519u;
+        z ^= z >> 13;
+        p[i] = span ? (uint8_t)(lo + z % span) : (uint8_t)z;
+    }
+}
+
+__global__ void fill_halves(f16 *p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t z = (uint32_t)i * 2654435761u ^ seed;
+        z ^= z >> 15;
+        p[i] = __float2half(((int)(z % 2001) - 1000) * 5e-5f);
+    }
+}
+
+__global__ void fill_floats(float *p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t z = (uint32_t)i * 2654435761u ^ seed;
+        z ^= z >> 15;
+        p[i] = ((int)(z % 2001) - 1000) * 1e-3f;
+    }
+}
+
+template <typename T> static T *dev(size_t n)
+{
+    T *p;
+    CUDA_OK(cudaMalloc(&p, n * sizeof(T) + 256));
+    return p;
+}
+
+static int reps = 5;
+
+template <typename F> static double time_us(F launch)
+{
+    cudaEvent_t a, b;
+    CUDA_OK(cudaEventCreate(&a));
+    CUDA_OK(cudaEventCreate(&b));
+    for (uint32_t l = 0; l < LAYERS; l++)
+        CUDA_OK(launch(l));
+    CUDA_OK(cudaEventRecord(a));
+    for (int r = 0; r < reps; r++)
+        for (uint32_t l = 0; l < LAYERS; l++)
+            CUDA_OK(launch(l));
+    CUDA_OK(cudaEventRecord(b));
+    CUDA_OK(cudaEventSynchronize(b));
+    float ms;
+    CUDA_OK(cudaEventElapsedTime(&ms, a, b));
+    return 1000.0 * ms / (reps * LAYERS);
+}
+
+int main(int argc, char **argv)
+{
+    std::vector<uint32_t> batches = {8, 64, 256};
+    uint32_t context = 300;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--context") && i + 1 < argc)
+            context = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            batches.clear();
+            for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ","))
+                batches.push_back((uint32_t)atoi(t));
+        } else {
+            fprintf(stderr, "usage: %s [--batch 8,64,256] [--context 300] [--reps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    cudaDeviceProp prop;
+    CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s, %d SMs; decode steps at context %u\n", prop.name, prop.multiProcessorCount,
+           context);
+    const uint32_t TMAX = 256;
+    size_t gu_groups = (size_t)E * 2 * I * (H / 32), dn_groups = (size_t)E * H * (I / 32);
+    std::vector<uint8_t *> gub(LAYERS), gus(LAYERS), dnb(LAYERS), dns(LAYERS);
+    std::vector<f16 *> wqkv(LAYERS), wo(LAYERS), wr(LAYERS);
+    for (uint32_t l = 0; l < LAYERS; l++) {
+        gub[l] = dev<uint8_t>(gu_groups * 16);
+        gus[l] = dev<uint8_t>(gu_groups);
+        dnb[l] = dev<uint8_t>(dn_groups * 16);
+        dns[l] = dev<uint8_t>(dn_groups);
+        fill_bytes<<<1024, 256>>>(gub[l], gu_groups * 16, 11 * l + 1, 0, 0);
+        fill_bytes<<<1024, 256>>>(gus[l], gu_groups, 11 * l + 2, 118, 6);
+        fill_bytes<<<1024, 256>>>(dnb[l], dn_groups * 16, 11 * l + 3, 0, 0);
+        fill_bytes<<<1024, 256>>>(dns[l], dn_groups, 11 * l + 4, 118, 6);
+        wqkv[l] = dev<f16>((size_t)QKV * H);
+        wo[l] = dev<f16>((size_t)H * QW);
+        wr[l] = dev<f16>((size_t)E * H);
+        fill_halves<<<1024, 256>>>(wqkv[l], (size_t)QKV * H, l + 5);
+        fill_halves<<<1024, 256>>>(wo[l], (size_t)H * QW, l + 6);
+        fill_halves<<<1024, 256>>>(wr[l], (size_t)E * H, l + 7);
+    }
+    f16 *lm = dev<f16>((size_t)VOCAB * H);
+    fill_halves<<<4096, 256>>>(lm, (size_t)VOCAB * H, 99);
+    float *gbias = dev<float>((size_t)E * 2 * I), *dbias = dev<float>((size_t)E * H), *rbias = dev<float>(E);
+    CUDA_OK(cudaMemset(rbias, 0, E * sizeof(float)));
+    CUDA_OK(cudaMemset(gbias, 0, (size_t)E * 2 * I * sizeof(float)));
+    CUDA_OK(cudaMemset(dbias, 0, (size_t)E * H * sizeof(float)));
+    float *x = dev<float>((size_t)TMAX * H), *xf = dev<float>((size_t)TMAX * H);
+    float *qkv = dev<float>((size_t)TMAX * QKV), *moe_out = dev<float>((size_t)TMAX * K * H);
+    float *nw = dev<float>(H), *sinks = dev<float>(HEADS), *ew = dev<float>(TMAX * K);
+    float *logits = dev<float>((size_t)TMAX * VOCAB), *xg = dev<float>((size_t)TMAX * H);
+    float *parts = dev<float>(k_gemm_split_scratch_bytes(256, QKV) / 4 + 1);
+    float *asplit = dev<float>(k_attention_paged_scratch_floats(2048, HEADS, HD));
+    f16 *xn = dev<f16>((size_t)TMAX * H), *xn_lo = dev<f16>((size_t)TMAX * H);
+    f16 *attn = dev<f16>((size_t)TMAX * QW), *attn_lo = dev<f16>((size_t)TMAX * QW);
+    f16 *act = dev<f16>((size_t)TMAX * K * I);
+    fill_floats<<<1024, 256>>>(x, (size_t)TMAX * H, 1);
+    fill_floats<<<1024, 256>>>(qkv, (size_t)TMAX * QKV, 2);
+    fill_floats<<<16, 256>>>(nw, H, 3);
+    fill_floats<<<1, 64>>>(sinks, HEADS, 4);
+    fill_halves<<<1024, 256>>>(xn, (size_t)TMAX * H, 5);
+    fill_halves<<<1024, 256>>>(xn_lo, (size_t)TMAX * H, 6);
+    fill_halves<<<1024, 256>>>(attn, (size_t)TMAX * QW, 7);
+    fill_halves<<<1024, 256>>>(attn_lo, (size_t)TMAX * QW, 8);
+    fill_halves<<<1024, 256>>>(act, (size_t)TMAX * K * I, 9);
+    int32_t *eids = dev<int32_t>(TMAX * K), *rows = dev<int32_t>(TMAX * K),
+            *slot_of = dev<int32_t>(TMAX * K), *lrows = dev<int32_t>(TMAX);
+    uint32_t *counts = dev<uint32_t>(E), *offsets = dev<uint32_t>(E + 1);
+    /* the KV cache: every sequence `context` positions in blocks of its own */
+    uint32_t per_seq = (context + B - 1) / B, blocks = TMAX * per_seq;
+    kv_t *kc = dev<kv_t>((size_t)blocks * KVH * B * HD), *vc = dev<kv_t>((size_t)blocks * KVH * B * HD);
+    fill_halves<<<4096, 256>>>(kc, (size_t)blocks * KVH * B * HD, 10);
+    fill_halves<<<4096, 256>>>(vc, (size_t)blocks * KVH * B * HD, 11);
+    std::vector<uint32_t> tables(blocks);
+    std::vector<StepToken> tok(TMAX);
+    std::vector<int32_t> ids(TMAX * K), lr(TMAX);
+    srand(5);
+    for (uint32_t i = 0; i < blocks; i++)
+        tables[i] = i;
+    for (uint32_t t = 0; t < TMAX; t++) {
+        uint32_t pos = context - 1, at = t * per_seq;
+        tok[t] = StepToken{pos, {at, at}, {tables[at + pos / B] * B + pos % B, tables[at + pos / B] * B + pos % B}};
+        lr[t] = (int32_t)t;
+        for (uint32_t j = 0; j < K; j++) { /* 4 distinct experts */
+            int32_t e;
+            bool again;
+            do {
+                e = rand() % E;
+                again = false;
+                for (uint32_t q = 0; q < j; q++)
+                    again |= ids[t * K + q] == e;
+            } while (again);
+            ids[t * K + j] = e;
+        }
+    }
+    StepToken *dtok = dev<StepToken>(TMAX);
+    uint32_t *dtables = dev<uint32_t>(blocks);
+    CUDA_OK(cudaMemcpy(dtok, tok.data(), TMAX * sizeof(StepToken), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dtables, tables.data(), blocks * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(eids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(lrows, lr.data(), TMAX * 4, cudaMemcpyHostToDevice));
+    std::vector<PickRow> pr(TMAX, PickRow{0.0f, 0, 1, 0});
+    PickRow *dpr = dev<PickRow>(TMAX);
+    CUDA_OK(cudaMemcpy(dpr, pr.data(), TMAX * sizeof(PickRow), cudaMemcpyHostToDevice));
+    PickOut *pout = dev<PickOut>(TMAX);
+    void *pscratch = dev<uint8_t>(k_pick_rows_scratch_bytes(TMAX));
+    float2 *cs = dev<float2>((size_t)(context + 1) * HD / 2);
+    fill_floats<<<64, 256>>>(reinterpret_cast<float *>(cs), (size_t)(context + 1) * HD, 12);
+    CUDA_OK(cudaDeviceSynchronize());
+
+    for (uint32_t T : batches) {
+        if (T > TMAX)
+            continue;
+        uint32_t blocks_ = T * KVH, want = (2u * prop.multiProcessorCount + blocks_ - 1) / blocks_;
+        uint32_t tiles = (context + 63) / 64, splits = want < tiles ? want : tiles;
+        splits = splits > 32 ? 32 : splits ? splits : 1;
+        struct { const char *name; double us; } r[16];
+        int n = 0;
+#define T_(label, call) r[n++] = {label, time_us([&](uint32_t l) { (void)l; return (call); })}
+        T_("rmsnorm (split fp16)", k_rmsnorm(xn, xn_lo, NULL, x, nw, T, H, 1e-5f, 0));
+        T_("gemm qkv (split fp16 A)", k_gemm_f16(qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, parts, 0));
+        T_("rope + paged kv write", k_rope_kv_paged(qkv, kc, vc, dtok, 0, cs, T, HEADS, KVH, HD, B, 0));
+        T_("attention (paged)", k_attention_paged(attn, attn_lo, NULL, asplit, qkv, kc, vc, dtok, dtables, 0,
+                                                  sinks, T, HEADS, KVH, HD, B, 0, splits, 0));
+        T_("gemm o (split fp16 A)", k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, parts, 0));
+        T_("rmsnorm (fp16 + fp32)", k_rmsnorm(xn, NULL, xf, x, nw, T, H, 1e-5f, 0));
+        T_("router", k_router(eids, ew, xf, wr[l], rbias, T, H, E, K, 0));
+        CUDA_OK(cudaMemcpy(eids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice)); /* random again */
+        T_("moe group", k_moe_group(rows, slot_of, counts, offsets, eids, T, K, E, 0));
+        T_("moe gate_up (grouped)", k_gemm_mxfp4_grouped(NULL, act, xn, rows, gub[l], gus[l], gbias, offsets, E,
+                                                         T, T * K, 2 * I, H, 1.702f, 7.0f, 0));
+        T_("moe down (grouped)", k_gemm_mxfp4_grouped(moe_out, NULL, act, NULL, dnb[l], dns[l], dbias, offsets,
+                                                      E, T, T * K, H, I, 1.702f, 7.0f, 0));
+        T_("moe combine", k_moe_combine(x, moe_out, slot_of, ew, T, K, H, 0));
+        double layer = 0;
+        for (int i = 0; i < n; i++)
+            layer += r[i].us;
+        int nl = n;
+        int saved = reps;
+        reps = reps > 2 ? reps / 2 : 1;
+        T_("lm_head: gather + norm", T == 1 ? cudaSuccess : k_gather_rows(xg, x, lrows, T, H, 0));
+        T_("lm_head gemm", T == 1 ? k_gemv_f16(logits, lm, NULL, x, nw, 1e-5f, VOCAB, H, 0, 0)
+                                  : k_gemm_f16(logits, xn, NULL, lm, NULL, T, VOCAB, H, 0, NULL, 0));
+        T_("pick", k_pick_rows(pout, dpr, logits, T, VOCAB, pscratch, 0));
+        reps = saved;
+        double tail = 0;
+        for (int i = nl; i < n; i++)
+            tail += r[i].us;
+        printf("\n%u sequences (attention splits %u)       us/launch   x24 (ms)\n", T, splits);
+        for (int i = 0; i < n; i++)
+            printf("  %-28s %9.1f %9.2f\n", r[i].name, r[i].us, i < nl ? r[i].us * 24 / 1000 : r[i].us / 1000);
+        double step = layer * 24 + tail;
+        printf("  %-28s %9s %9.2f  -> %.0f tokens/s\n", "one step", "", step / 1000, T / (step / 1e6));
+    }
+    return 0;
+}
