@@ -357,7 +357,7 @@ static float swiglu_ref(float g, float u)
     return o;
 }
 
-/* T tokens: 64 gives 32 experts about 8 rows each (the 32-row tile), 256 about 32 and
+/* T tokens: 64 gives 32 experts about 8 rows each (k_moe_gemm_few), 256 about 32 and
  * 600 about 75 (the 64-row tile), 600 of 128 experts about 19 (the 32-row tile). */
 static void check_moe_prefill(uint32_t T, uint32_t E)
 {

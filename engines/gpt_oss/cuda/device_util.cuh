@@ -178,6 +178,21 @@ static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[
     out[3] = prmt(hb03, hb47, 0x7B3Bu) | (w & 0x80008000u);
 }
 
+/* fp16 2^(s-127) in both halves (s within [104, 140], as the loader checks: normal
+ * from 113 on, subnormal below). */
+static __device__ __forceinline__ uint32_t e8m0_half2(uint32_t s)
+{
+    int e = (int)s - 112;
+    uint32_t bits = e > 0 ? (uint32_t)e << 10 : 0x200u >> min(-e, 31);
+    return bits | bits << 16;
+}
+
+static __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b)
+{
+    __half2 r = __hmul2(*reinterpret_cast<__half2 *>(&a), *reinterpret_cast<__half2 *>(&b));
+    return *reinterpret_cast<uint32_t *>(&r);
+}
+
 /* ---- tensor cores ---------------------------------------------------------------------- */
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)

@@ -16,7 +16,9 @@
 /* The small tile when a tile would hold few rows: less work on rows that are not there,
  * and more blocks for the bandwidth. */
 #define SMALL_ROWS 64u
-/* Experts' mean rows up to which a 64-row tile serves them (k_gemm_mxfp4_grouped). */
+/* Experts' mean rows up to which k_moe_gemm_few serves them, and up to which a 64-row
+ * tile does (k_gemm_mxfp4_grouped). */
+#define FEW_ROWS 12u
 #define MID_ROWS 96u
 
 struct GemmArgs {
@@ -437,6 +439,9 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
      * a few dozen (the decode of a large batch), 64-row tiles, which decode each expert's
      * weights once where 32-row tiles would twice; many, 128-row tiles */
     uint32_t mean = (pairs + E - 1) / E;
+    if (mean <= FEW_ROWS && N % 16 == 0) /* the weights decoded into fragments: k_moe_gemm.cu */
+        return k_moe_gemm_few(C, act, A, a_rows, blocks, scales, bias, offsets, E, max_rows, mean,
+                              N, K, alpha, limit, s);
     if (mean <= 24 || max_rows <= 32)
         return launch<true, false, 32, 64, 6>(a, grid, s);
     if (mean <= MID_ROWS)

@@ -231,21 +231,6 @@ cudaError_t k_router_decode(int32_t *ids, float *weights, f16 *x_operand, const 
  * read gives a word's B fragments.  A warp takes a 16-row tile over a slice of 4 S
  * groups; a block, the slices of one tile for one routed expert. */
 
-/* fp16 2^(s-127) in both halves (s within [104, 140], as the loader checks: normal
- * from 113 on, subnormal below). */
-static __device__ __forceinline__ uint32_t e8m0_half2(uint32_t s)
-{
-    int e = (int)s - 112;
-    uint32_t bits = e > 0 ? (uint32_t)e << 10 : 0x200u >> min(-e, 31);
-    return bits | bits << 16;
-}
-
-static __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b)
-{
-    __half2 r = __hmul2(*reinterpret_cast<__half2 *>(&a), *reinterpret_cast<__half2 *>(&b));
-    return *reinterpret_cast<uint32_t *>(&r);
-}
-
 /* A warp slice's copy of the vector in shared memory, in halves: 64 bytes a group and 16
  * more after every second, so the 4 groups a quad's lanes read at once (64 bytes apart)
  * do not share banks. */

@@ -199,5 +199,13 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
                                  const uint32_t *offsets, uint32_t E, uint32_t max_rows,
                                  uint32_t pairs, uint32_t N, uint32_t K, float alpha, float limit,
                                  cudaStream_t s);
+/* The same products where the experts have few rows each (mean: the slots' mean per
+ * expert, at most about 12), the weights decoded straight into the tensor cores'
+ * fragments (k_moe_gemm.cu); k_gemm_mxfp4_grouped calls it when that pays.  N % 16 == 0,
+ * K % 64 == 0. */
+cudaError_t k_moe_gemm_few(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
+                           const uint8_t *blocks, const uint8_t *scales, const float *bias,
+                           const uint32_t *offsets, uint32_t E, uint32_t max_rows, uint32_t mean,
+                           uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s);
 
 #endif

@@ -1,0 +1,194 @@
+/* The experts' products of a step whose experts have few rows each (the decode of up to
+ * about a hundred sequences): MXFP4 weights as the A operand of mma.sync m16n8k16,
+ * decoded from their raw bytes straight into fragments in registers, the step's tokens
+ * as B.
+ *
+ * A block takes 128 weight rows (output features, 16 per warp) of one expert against up
+ * to TN of its rows (tokens).  K flows through a cp.async pipeline in steps of 64 (two
+ * MXFP4 groups): the weights' raw bytes and the tokens' fp16 rows; the block's scales
+ * for all of K come with the first step.  Each lane decodes its own words: rows g and
+ * g + 8 of its warp, the 4-byte word t of each group (8 E2M1 values by byte permutes,
+ * times the group's scale in fp16: exact), which are its A fragments as they are (the
+ * order of k within a fragment is free when B follows it: lane t takes values 8t..8t+7
+ * of a group as the pairs (0,4), (1,5) of one k16 step and (2,6), (3,7) of the next,
+ * and reads the same 8 values of a token for B).  So no block-wide decode into shared
+ * memory and no barrier between decoding and multiplying; the tensor cores see 2 x TN/8
+ * products per group and warp.  Measured against the grouped GEMM's tiles (H200, a
+ * decode step of gpt-oss-20b; BENCHMARKS.md): gate_up 143 against 186 us a layer at 8
+ * sequences, 199 against 256 at 64; but 413 against 341 at 256 (32 rows an expert,
+ * TN 32), where the tiles stay.  The epilogue is the grouped GEMM's (k_gemm.cu): plus
+ * the bias, then C fp32 or the clamped SwiGLU of (gate, up) feature pairs as fp16
+ * (the pair's partner is the next lane group's row, fetched by a shuffle).
+ * See k_gemm_mxfp4_grouped in kernels.cuh. */
+#include "device_util.cuh"
+
+#define MG_THREADS 256
+#define MG_N 128  /* weight rows a block */
+#define MG_BK 64  /* K per pipeline step */
+#define MG_LDX (MG_BK + 8)
+
+struct MoeArgs {
+    float *C;
+    f16 *act;
+    const f16 *A;
+    const int32_t *a_rows;
+    const uint8_t *blocks, *scales;
+    const float *bias;
+    const uint32_t *offsets;
+    uint32_t N, K;
+    float alpha, limit;
+};
+
+static __device__ __forceinline__ float moe_swiglu(float gate, float up, float alpha, float limit)
+{
+    gate = fminf(gate, limit);
+    up = fmaxf(fminf(up, limit), -limit);
+    return (up + 1.0f) * (gate / (1.0f + __expf(-alpha * gate)));
+}
+
+template <int TN, int ST>
+__global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    constexpr int NT = TN / 8;          /* n8 tiles of tokens */
+    constexpr int QB = MG_BK / 2;       /* raw bytes of a row's step */
+    constexpr int X_CHUNKS = TN * MG_BK / 8; /* 16-byte chunks of a token stage */
+    extern __shared__ __align__(16) unsigned char smem[];
+    f16 *Xs = reinterpret_cast<f16 *>(smem);                         /* [ST][TN][MG_LDX] */
+    uint8_t *Wraw = reinterpret_cast<uint8_t *>(Xs + ST * TN * MG_LDX); /* [ST][MG_N][QB] */
+    uint8_t *Sc = Wraw + ST * MG_N * QB;                              /* [MG_N][K/32] */
+
+    const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t g = lane >> 2, t = lane & 3;
+    const uint32_t n0 = blockIdx.x * MG_N, m0 = blockIdx.y * TN, e = blockIdx.z;
+    const uint32_t K = p.K, N = p.N, KG = K / 32, KT = K / MG_BK;
+    const uint32_t slot0 = p.offsets[e], rows = p.offsets[e + 1] - slot0;
+    if (m0 >= rows)
+        return;
+    {   /* the block's scales for all of K (127: 2^0 for rows past N, whose bytes are 0) */
+        const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
+        if (n0 + MG_N <= N && (MG_N * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
+            for (uint32_t i = tid; i < MG_N * KG / 16; i += MG_THREADS)
+                cp_async16(Sc + i * 16, run + i * 16, true);
+        } else {
+            for (uint32_t i = tid; i < MG_N * KG; i += MG_THREADS) {
+                uint32_t r = i / KG, n = n0 + r;
+                Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
+            }
+        }
+    }
+    auto load_stage = [&](uint32_t kt, uint32_t stage) {
+        for (uint32_t i = tid; i < (uint32_t)X_CHUNKS; i += MG_THREADS) {
+            uint32_t r = i / (MG_BK / 8), col = (i % (MG_BK / 8)) * 8, m = m0 + r;
+            bool ok = m < rows;
+            size_t row = ok ? (p.a_rows ? (size_t)p.a_rows[slot0 + m] : (size_t)slot0 + m) : 0;
+            cp_async16(Xs + (stage * TN + r) * MG_LDX + col, p.A + row * K + kt * MG_BK + col, ok);
+        }
+        for (uint32_t i = tid; i < MG_N * QB / 16; i += MG_THREADS) {
+            uint32_t r = i / (QB / 16), j = i % (QB / 16), n = n0 + r;
+            bool ok = n < N;
+            const uint8_t *src = p.blocks + ((size_t)e * N + (ok ? n : 0)) * (K / 2) +
+                                 (size_t)kt * QB + j * 16;
+            cp_async16(Wraw + (stage * MG_N + r) * QB + j * 16, src, ok);
+        }
+    };
+
+    float acc[NT][4];
+#pragma unroll
+    for (int i = 0; i < NT; i++)
+        acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (uint32_t s = 0; s < ST - 1; s++) {
+        if (s < KT)
+            load_stage(s, s);
+        cp_async_commit();
+    }
+    const uint32_t r0 = warp * 16 + g, r1 = r0 + 8; /* this lane's weight rows */
+    for (uint32_t kt = 0; kt < KT; kt++) {
+        cp_async_wait<ST - 2>();
+        __syncthreads(); /* the step is in, and the stage refilled below is used up */
+        if (kt + ST - 1 < KT)
+            load_stage(kt + ST - 1, (kt + ST - 1) % ST);
+        cp_async_commit();
+        const uint32_t stage = kt % ST;
+        const uint8_t *wr = Wraw + stage * MG_N * QB;
+        const f16 *xs = Xs + stage * TN * MG_LDX;
+#pragma unroll
+        for (int gi = 0; gi < 2; gi++) { /* the step's two groups of 32 */
+            uint32_t wa = *reinterpret_cast<const uint32_t *>(wr + r0 * QB + gi * 16 + 4 * t);
+            uint32_t wb = *reinterpret_cast<const uint32_t *>(wr + r1 * QB + gi * 16 + 4 * t);
+            uint32_t s2a = e8m0_half2(Sc[r0 * KG + kt * 2 + gi]);
+            uint32_t s2b = e8m0_half2(Sc[r1 * KG + kt * 2 + gi]);
+            uint32_t ha[4], hb[4];
+            e2m1x8_to_half2(wa, ha);
+            e2m1x8_to_half2(wb, hb);
+#pragma unroll
+            for (int m = 0; m < 4; m++) {
+                ha[m] = hmul2_bits(ha[m], s2a);
+                hb[m] = hmul2_bits(hb[m], s2b);
+            }
+            const uint32_t a0[4] = {ha[0], hb[0], ha[1], hb[1]};
+            const uint32_t a1[4] = {ha[2], hb[2], ha[3], hb[3]};
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                /* token nt*8+g's values 8t..8t+7 of this group, paired as A's */
+                uint4 x = *reinterpret_cast<const uint4 *>(xs + (nt * 8 + g) * MG_LDX + gi * 32 + 8 * t);
+                mma_f16(acc[nt], a0, prmt(x.x, x.z, 0x5410u), prmt(x.x, x.z, 0x7632u));
+                mma_f16(acc[nt], a1, prmt(x.y, x.w, 0x5410u), prmt(x.y, x.w, 0x7632u));
+            }
+        }
+    }
+    cp_async_wait<0>();
+
+    /* acc[nt]: rows r0 (0, 1) and r1 (2, 3) of the weights, tokens nt*8 + 2t (+1) */
+    const float *bias = p.bias ? p.bias + (size_t)e * N : nullptr;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint32_t n = n0 + (j < 2 ? r0 : r1), m = m0 + nt * 8 + 2 * t + (j & 1);
+            float v = acc[nt][j] + (bias && n < N ? bias[n] : 0.0f);
+            if (p.act) { /* (gate, up) = (even, odd) features: the odd one is lane + 4's */
+                float up = __shfl_xor_sync(0xffffffffu, v, 4);
+                if (!(g & 1) && n < N && m < rows)
+                    p.act[((size_t)slot0 + m) * (N / 2) + n / 2] = to_f16(moe_swiglu(v, up, p.alpha, p.limit));
+            } else if (n < N && m < rows) {
+                p.C[((size_t)slot0 + m) * N + n] = v;
+            }
+        }
+}
+
+template <int TN, int ST>
+static size_t moe_smem_bytes(uint32_t K)
+{
+    return (size_t)ST * TN * MG_LDX * sizeof(f16) + (size_t)ST * MG_N * (MG_BK / 2) + (size_t)MG_N * (K / 32);
+}
+
+template <int TN, int ST>
+static cudaError_t moe_launch(const MoeArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
+{
+    static size_t configured;
+    size_t smem = moe_smem_bytes<TN, ST>(a.K);
+    if (smem > configured) {
+        cudaError_t err = cudaFuncSetAttribute(moe_gemm_kernel<TN, ST>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+        configured = smem;
+    }
+    dim3 grid((a.N + MG_N - 1) / MG_N, (max_rows + TN - 1) / TN, E);
+    LAUNCH(moe_gemm_kernel<TN, ST>, grid, MG_THREADS, smem, s, a);
+    return cudaGetLastError();
+}
+
+cudaError_t k_moe_gemm_few(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
+                           const uint8_t *blocks, const uint8_t *scales, const float *bias,
+                           const uint32_t *offsets, uint32_t E, uint32_t max_rows, uint32_t mean,
+                           uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s)
+{
+    if (K % MG_BK || N % 16 || max_rows == 0 || E == 0 || K > 12288)
+        return cudaErrorInvalidValue;
+    MoeArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
+    (void)mean; /* the caller's choice: this kernel pays up to about 12 rows an expert */
+    return moe_launch<16, 8>(a, E, max_rows, s);
+}
