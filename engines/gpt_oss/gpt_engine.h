@@ -107,6 +107,10 @@ void gpt_loop_wake(llmr_engine_model *e);
 void gpt_loop_stop(llmr_engine_model *e);
 /* Requests the loop runs together at most (model_info's max_batch). */
 uint32_t gpt_loop_max_batch(const llmr_engine_model *e);
+/* Positions the KV cache holds for all requests together, and those in use after the
+ * loop's last step (any thread). */
+uint64_t gpt_loop_kv_capacity(const llmr_engine_model *e);
+uint64_t gpt_loop_kv_used(const llmr_engine_model *e);
 
 #ifdef LLMR_GPT_CUDA
 /* ---- gpu_step.c ------------------------------------------------------------------- */

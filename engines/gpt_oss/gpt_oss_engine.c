@@ -246,9 +246,11 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
 
 static llmr_status model_info(const llmr_engine_model *e, llmr_engine_model_info *out)
 {
-    out->struct_size = sizeof *out;
+    /* struct_size stays the host's: 1.2 members only where its struct has them */
     out->context_length = e->context;
     out->max_batch = gpt_loop_max_batch(e);
+    if (LLMR_ENGINE_HAS(out, llmr_engine_model_info, kv_capacity_tokens))
+        out->kv_capacity_tokens = gpt_loop_kv_capacity(e);
     out->vocab_size = e->m.cfg.vocab;
     return LLMR_OK;
 }
@@ -406,7 +408,9 @@ static llmr_status memory(const llmr_engine_model *ce, llmr_engine_memory *out)
     for (request *r = e->requests; r; r = r->next)
         cache += r->cache_bytes;
     pthread_mutex_unlock(&e->lock);
-    out->struct_size = sizeof *out;
+    /* struct_size stays the host's: 1.2 members only where its struct has them */
+    if (LLMR_ENGINE_HAS(out, llmr_engine_memory, kv_used_tokens))
+        out->kv_used_tokens = gpt_loop_kv_used(e);
     out->vram_bytes = 0;
     out->ram_bytes = cache + gpt_model_ram_estimate(&e->m.cfg, 0, 0);
 #ifdef LLMR_GPT_CUDA

@@ -29,6 +29,7 @@ struct gpt_loop {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
+    atomic_uint_fast64_t kv_used; /* positions in use after the last step (any thread reads) */
     request *incoming, *incoming_tail; /* FIFO through request.queued */
     bool stopping, poked;
     /* the loop thread's alone: */
@@ -281,10 +282,20 @@ static bool idle(const gpt_loop *L)
     return L->sched.n_running + L->sched.n_waiting == 0;
 }
 
+/* The cache's positions in use: the full-attention pool's blocks (the sliding pool's
+ * when the model has no full-attention layers). */
+static void publish_kv(gpt_loop *L)
+{
+    const llmr_sched *s = &L->sched;
+    uint64_t blocks = s->p.full_blocks ? llmr_kv_blocks_used(&s->full) : llmr_kv_blocks_used(&s->sliding);
+    atomic_store(&L->kv_used, blocks * s->p.block_tokens);
+}
+
 static void *loop_main(void *arg)
 {
     gpt_loop *L = arg;
     for (;;) {
+        publish_kv(L);
         pthread_mutex_lock(&L->lock);
         while (!L->incoming && !L->stopping && !L->poked && idle(L))
             pthread_cond_wait(&L->wake, &L->lock);
@@ -424,4 +435,15 @@ void gpt_loop_stop(llmr_engine_model *e)
 uint32_t gpt_loop_max_batch(const llmr_engine_model *e)
 {
     return e->loop ? e->loop->sched.p.max_running : 0;
+}
+
+uint64_t gpt_loop_kv_capacity(const llmr_engine_model *e)
+{
+    const llmr_sched_params *p = e->loop ? &e->loop->sched.p : NULL;
+    return p ? (uint64_t)(p->full_blocks ? p->full_blocks : p->window_blocks) * p->block_tokens : 0;
+}
+
+uint64_t gpt_loop_kv_used(const llmr_engine_model *e)
+{
+    return e->loop ? atomic_load(&e->loop->kv_used) : 0;
 }

@@ -1,4 +1,4 @@
-/* The llmr engine plugin ABI, version 1.0.
+/* The llmr engine plugin ABI, version 1.2.
  *
  * An engine is a shared library that llmr loads with dlopen inside an engine worker
  * process (one per loaded model; see docs/engine-abi.md).  It exports one symbol,
@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define LLMR_ENGINE_ABI_MAJOR 1
-#define LLMR_ENGINE_ABI_MINOR 1
+#define LLMR_ENGINE_ABI_MINOR 2
 
 /* The one exported symbol, by name, for dlsym. */
 #define LLMR_ENGINE_NEGOTIATE_SYMBOL "llmr_engine_negotiate"
@@ -169,19 +169,28 @@ static inline llmr_engine_load_params llmr_engine_load_default_params(void)
     return p;
 }
 
-/* Memory a model needs (estimate) or holds (memory), in bytes. */
+/* Memory a model needs (estimate) or holds (memory), in bytes.  The host sets
+ * struct_size to its own size; the engine writes a 1.2 member only where the host's
+ * struct has it (LLMR_ENGINE_HAS), and leaves struct_size as the host set it. */
 typedef struct llmr_engine_memory {
     uint32_t struct_size;
     uint64_t vram_bytes;
     uint64_t ram_bytes;
+    /* 1.2, memory() only: positions of the KV cache in use by running requests (0: the
+     * engine does not say) */
+    uint64_t kv_used_tokens;
 } llmr_engine_memory;
 
-/* What a loaded model offers; the host sizes its queue and checks prompts by it. */
+/* What a loaded model offers; the host sizes its queue and checks prompts by it.
+ * struct_size as in llmr_engine_memory. */
 typedef struct llmr_engine_model_info {
     uint32_t struct_size;
     uint32_t context_length; /* the effective one: prompt + generated tokens */
     uint32_t max_batch;      /* requests it runs at once; the host queues the rest */
     uint32_t vocab_size;
+    /* 1.2: positions the KV cache holds for all requests together (0: the engine does
+     * not say, or each request's cache grows on its own) */
+    uint64_t kv_capacity_tokens;
 } llmr_engine_model_info;
 
 /* ---- requests ----------------------------------------------------------------- */

@@ -85,6 +85,7 @@ struct hworker {
     uint64_t started_ms, loaded_ms, ping_sent_ms, pong_ms;
     uint64_t est_vram, est_ram;   /* the engine's estimate (or the weights) */
     uint64_t vram, ram, host_alloc; /* the last pong */
+    uint64_t kv_used, kv_capacity; /* KV positions in use (the last pong), held (the load) */
     bool has_memory;
     uint64_t base_vram, base_ram, base_alloc; /* first idle pong after the load */
     bool have_base;

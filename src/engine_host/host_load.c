@@ -432,6 +432,10 @@ static void *load_main(void *arg)
                                 ? (uint32_t)json_integer_value(b)
                                 : 1;
             hw->context_length = json_is_integer(c) ? (uint32_t)json_integer_value(c) : 0;
+            json_t *kv = json_object_get(reply, "kv_capacity_tokens");
+            hw->kv_capacity = json_is_integer(kv) && json_integer_value(kv) > 0
+                                  ? (uint64_t)json_integer_value(kv)
+                                  : 0;
             m->last_load_ms = (double)(llmr_now_ns() - t0) / 1e6;
             pthread_mutex_unlock(&h->lock);
         }

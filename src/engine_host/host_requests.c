@@ -310,6 +310,7 @@ static void on_pong(void *ctx, llmr_worker *w, const llmr_wire_pong *p)
     hw->vram = p->vram_bytes;
     hw->ram = p->ram_bytes;
     hw->host_alloc = p->host_alloc_bytes;
+    hw->kv_used = p->kv_used_tokens;
     hw->has_memory = p->has_memory != 0;
     if (p->in_flight == 0 && hw->in_flight == 0 && hw->phase == WORKER_SERVING) {
         if (!hw->have_base) {

@@ -109,6 +109,12 @@ void llmr_engine_host_metrics(llmr_engine_host *h, llmr_strbuf *out)
         {"llmr_model_restarts_total", "Worker restarts after a crash, hang or kill."},
         {"llmr_model_queued_requests", "Requests waiting for the model."},
         {"llmr_model_ready", "1 when the model is loaded and serving."},
+        {"llmr_kv_cache_used_tokens",
+         "Positions of the model's KV cache in use (engines that report it, at the last "
+         "health check)."},
+        {"llmr_kv_cache_capacity_tokens",
+         "Positions the model's KV cache holds for all requests together (engines that "
+         "report it)."},
     };
     pthread_mutex_lock(&h->lock);
     for (size_t k = 0; k < sizeof per_model / sizeof per_model[0]; k++) {
@@ -123,7 +129,11 @@ void llmr_engine_host_metrics(llmr_engine_host *h, llmr_strbuf *out)
                          : k == 4 ? m->loads
                          : k == 5 ? m->restarts
                          : k == 6 ? m->queued
-                                  : (m->state == MODEL_READY);
+                         : k == 7 ? (m->state == MODEL_READY)
+                         : k == 8 ? (m->current ? m->current->kv_used : 0)
+                                  : (m->current ? m->current->kv_capacity : 0);
+            if (k >= 8 && !(m->current && m->current->kv_capacity))
+                continue; /* the engine does not say */
             llmr_strbuf_printf(out, "%s{model=\"", per_model[k].name);
             metric_escape(out, m->name);
             llmr_strbuf_printf(out, "\"} %llu\n", (unsigned long long)v);

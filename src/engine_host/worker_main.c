@@ -284,10 +284,12 @@ static void handle_ping(void)
     llmr_wire_pong p;
     memset(&p, 0, sizeof p);
     if (w.model && w.plugin.has_memory) {
-        llmr_engine_memory m = {sizeof m, 0, 0};
+        llmr_engine_memory m = {.struct_size = sizeof m};
         if (w.plugin.api->memory(w.model, &m) == LLMR_OK) {
             p.vram_bytes = m.vram_bytes;
             p.ram_bytes = m.ram_bytes;
+            if (LLMR_ENGINE_HAS(&m, llmr_engine_memory, kv_used_tokens))
+                p.kv_used_tokens = m.kv_used_tokens;
         }
         p.has_memory = 1;
     }
@@ -424,7 +426,7 @@ static void handle_estimate(const llmr_wire_frame *f)
         llmr_engine_load_params p;
         char *options = NULL;
         load_params(msg, &p, &options);
-        llmr_engine_memory m = {sizeof m, 0, 0};
+        llmr_engine_memory m = {.struct_size = sizeof m};
         const char *source = "engine";
         if (w.plugin.has_estimate) {
             st = llmr_plugin_status(w.plugin.api->estimate(&w.desc.desc, &p, &m));
@@ -475,15 +477,19 @@ static void handle_load(const llmr_wire_frame *f)
         }
     }
     if (st == LLMR_OK) {
-        llmr_engine_model_info info = {sizeof info, 0, 0, 0};
+        llmr_engine_model_info info = {.struct_size = sizeof info};
         st = llmr_plugin_status(w.plugin.api->model_info(w.model, &info));
         if (st != LLMR_OK)
             llmr_strbuf_puts(&err, w.plugin.api->last_error(w.model));
         json_object_set_new(out, "context_length", json_integer(info.context_length));
         json_object_set_new(out, "max_batch", json_integer(info.max_batch ? info.max_batch : 1));
         json_object_set_new(out, "vocab_size", json_integer(info.vocab_size));
+        if (LLMR_ENGINE_HAS(&info, llmr_engine_model_info, kv_capacity_tokens) &&
+            info.kv_capacity_tokens)
+            json_object_set_new(out, "kv_capacity_tokens",
+                                json_integer((json_int_t)info.kv_capacity_tokens));
         if (w.plugin.has_memory) {
-            llmr_engine_memory m = {sizeof m, 0, 0};
+            llmr_engine_memory m = {.struct_size = sizeof m};
             if (w.plugin.api->memory(w.model, &m) == LLMR_OK) {
                 json_object_set_new(out, "vram_bytes", json_integer((json_int_t)m.vram_bytes));
                 json_object_set_new(out, "ram_bytes", json_integer((json_int_t)m.ram_bytes));

@@ -394,7 +394,7 @@ void llmr_wire_pong_encode(const llmr_wire_pong *p, uint8_t out[48])
     memcpy(out + 24, &p->host_alloc_bytes, 8);
     memcpy(out + 32, &p->in_flight, 4);
     memcpy(out + 36, &p->has_memory, 4);
-    memset(out + 40, 0, 8);
+    memcpy(out + 40, &p->kv_used_tokens, 8);
 }
 
 llmr_status llmr_wire_pong_decode(const uint8_t *payload, size_t len, llmr_wire_pong *out,
@@ -410,5 +410,6 @@ llmr_status llmr_wire_pong_decode(const uint8_t *payload, size_t len, llmr_wire_
     memcpy(&out->host_alloc_bytes, payload + 24, 8);
     memcpy(&out->in_flight, payload + 32, 4);
     memcpy(&out->has_memory, payload + 36, 4);
+    memcpy(&out->kv_used_tokens, payload + 40, 8);
     return LLMR_OK;
 }

@@ -124,6 +124,7 @@ typedef struct llmr_wire_pong {
     uint64_t host_alloc_bytes; /* held through host->alloc */
     uint32_t in_flight;     /* requests the worker has not finished */
     uint32_t has_memory;    /* the engine offers memory() */
+    uint64_t kv_used_tokens; /* the KV cache's positions in use (0: the engine does not say) */
 } llmr_wire_pong;
 
 void llmr_wire_pong_encode(const llmr_wire_pong *p, uint8_t out[48]);

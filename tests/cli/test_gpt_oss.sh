@@ -140,6 +140,19 @@ node_pid=$!
 for _ in $(seq 200); do [[ -S "$tmp/data/run/node.sock" ]] && break; sleep 0.05; done
 expect 0 "generate through a node" -- env LLMR_DATA_DIR="$tmp/data" "$LLMR" node generate tiny --prompt-ids 5,17,300 --temperature 0 --max-tokens 12 --json
 [[ $(ids_of <<<"$out") == "$first" ]] || fail "the node generated other tokens: $(ids_of <<<"$out") / $first"
+# the KV cache in /metrics (engine ABI 1.2): its capacity, and nothing in use once the
+# request has ended (the health check's pong carries it)
+port=$(cat "$tmp/data/run/http.port" 2>/dev/null)
+metrics=
+for _ in $(seq 100); do
+  metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+  grep -q '^llmr_kv_cache_used_tokens{model="tiny"} 0$' <<<"$metrics" && break
+  sleep 0.1
+done
+grep -Eq '^llmr_kv_cache_capacity_tokens\{model="tiny"\} [1-9][0-9]*$' <<<"$metrics" ||
+  fail "/metrics has no KV capacity for tiny: $(grep kv_cache <<<"$metrics")"
+grep -q '^llmr_kv_cache_used_tokens{model="tiny"} 0$' <<<"$metrics" ||
+  fail "/metrics: the KV cache is not back to 0 in use: $(grep kv_cache <<<"$metrics")"
 kill -TERM "$node_pid"; wait "$node_pid"; node_pid=
 
 # Broken snapshots.

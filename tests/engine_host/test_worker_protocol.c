@@ -175,11 +175,29 @@ TEST(event_payloads_round_trip_and_lies_are_refused)
     llmr_strbuf_free(&err);
 }
 
+TEST(pong_payloads_round_trip_with_the_kv_cache_in_use)
+{
+    llmr_wire_pong p = {.vram_bytes = 1ull << 40, .ram_bytes = 7, .rss_bytes = 9, .host_alloc_bytes = 11,
+                        .in_flight = 3, .has_memory = 1, .kv_used_tokens = 123456789012ull};
+    uint8_t buf[48];
+    llmr_wire_pong_encode(&p, buf);
+    llmr_wire_pong q;
+    memset(&q, 0xAB, sizeof q);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_wire_pong_decode(buf, sizeof buf, &q, &err), LLMR_OK);
+    CHECK(q.vram_bytes == p.vram_bytes && q.ram_bytes == 7 && q.rss_bytes == 9);
+    CHECK(q.host_alloc_bytes == 11 && q.in_flight == 3 && q.has_memory == 1);
+    CHECK(q.kv_used_tokens == 123456789012ull);
+    CHECK_EQ_INT(llmr_wire_pong_decode(buf, 40, &q, &err), LLMR_INTERNAL); /* a short one */
+    llmr_strbuf_free(&err);
+}
+
 int main(void)
 {
     RUN(frames_cross_a_socket_whole_and_in_order);
     RUN(a_cut_or_broken_frame_is_an_error);
     RUN(submit_payloads_round_trip_and_truncations_are_refused);
     RUN(event_payloads_round_trip_and_lies_are_refused);
+    RUN(pong_payloads_round_trip_with_the_kv_cache_in_use);
     return llmr_test_finish();
 }

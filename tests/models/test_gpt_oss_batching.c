@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "common/clock.h"
 #include "engine_host/host_services.h"
 #include "engine_host/model_desc.h"
 #include "fixture.h"
@@ -129,9 +130,20 @@ TEST(sixteen_requests_together_give_exactly_their_solo_tokens)
     llmr_engine_model_info info = {.struct_size = sizeof info};
     CHECK_EQ_INT(api->model_info(m, &info), LLMR_OK);
     CHECK_EQ_INT(info.max_batch, N);
+    CHECK(info.kv_capacity_tokens >= (uint64_t)N * 700); /* ABI 1.2: the cache's positions */
     static run together[N];
     for (uint32_t k = 0; k < N; k++)
         submit(m, k, 200 + k, &together[k]);
+    /* the positions in use show while they run (memory(), ABI 1.2) */
+    uint64_t most_used = 0;
+    for (int i = 0; i < 2000 && most_used == 0; i++) {
+        llmr_engine_memory mem = {.struct_size = sizeof mem};
+        CHECK_EQ_INT(api->memory(m, &mem), LLMR_OK);
+        most_used = mem.kv_used_tokens;
+        if (!most_used)
+            llmr_sleep_ms(1);
+    }
+    CHECK(most_used > 0 && most_used <= info.kv_capacity_tokens);
     for (uint32_t k = 0; k < N; k++) {
         wait_done(&together[k]);
         CHECK_EQ_INT(together[k].finish, LLMR_ENGINE_FINISH_LENGTH);
@@ -140,6 +152,16 @@ TEST(sixteen_requests_together_give_exactly_their_solo_tokens)
         if (!same)
             llmr_test_fail(__FILE__, __LINE__, "request %u: batched tokens differ from its solo run", k);
     }
+    /* every block back once they end */
+    uint64_t used = 1;
+    for (int i = 0; i < 1000 && used; i++) {
+        llmr_engine_memory mem = {.struct_size = sizeof mem};
+        CHECK_EQ_INT(api->memory(m, &mem), LLMR_OK);
+        used = mem.kv_used_tokens;
+        if (used)
+            llmr_sleep_ms(1);
+    }
+    CHECK_EQ_INT(used, 0);
     api->unload(m);
     for (uint32_t k = 0; k < N; k++)
         CHECK_EQ_INT(together[k].late, 0);
