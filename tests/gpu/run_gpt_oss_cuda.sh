@@ -11,11 +11,13 @@
 #   (and, asked for by name: `profile`, Nsight Compute's time per kernel over a 64-token
 #   prompt and 3 decode steps of the 20b preset; `serve`, `llmr bench serve` against a
 #   node serving the 20b preset, many users at once; `batch`, how many of 64 concurrent
-#   greedy continuations equal their solo run, tests/gpu/check_batch_equal.py)
+#   greedy continuations equal their solo run, tests/gpu/check_batch_equal.py; `soak`, 128
+#   streams for 5 minutes with clients that go away, tests/gpu/soak_serve.py)
 #   Environment: MODELS (default /tmp/llmr-models) holds the synthetic snapshots;
 #   BENCH_ARGS adds arguments to `llmr bench engine`, PEER_ARGS to the peer script,
 #   SERVE_ARGS to `llmr bench serve`; SERVE_OPTIONS are the node's engine options
-#   (default {"ignore_eos":1}); SERVE_TAG names the serve step's logs (default serve).
+#   (default {"ignore_eos":1}); SERVE_TAG names the serve step's logs (default serve);
+#   SOAK_ARGS adds arguments to soak_serve.py.
 set -uo pipefail
 bundle=$(cd "${1:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}" && pwd)
 out=${2:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}
@@ -129,6 +131,14 @@ for step in $steps; do
       cat "$out/$tag.log"
       note "$tag (bench serve rc $rc):"
       while IFS= read -r line; do summary+=("  $line"); done < <(sed -n '/^streams requests/,$p' "$out/$tag.log")
+      stop_node
+      ;;
+    soak)
+      synth gpt-oss-20b 20b 3 || continue
+      start_node soak 20b gpt-oss-20b '{}' || continue
+      # shellcheck disable=SC2086
+      python3 "$bundle/tests/soak_serve.py" "$url" gpt-oss-20b ${SOAK_ARGS:-} 2>&1 | tee "$out/soak.log"
+      note "soak: $(grep '^soak:' "$out/soak.log") $(grep '^KV' "$out/soak.log") $(grep '^RESULT' "$out/soak.log" || echo 'no result')"
       stop_node
       ;;
     batch)

@@ -82,6 +82,8 @@ struct gpt_cuda {
     uint64_t vram;
 };
 
+/* Captures the one-token step's graph (gpt_cuda_step.cu), at the end of the load. */
+llmr_status gpt_cuda_prepare(gpt_cuda *g, char *err);
 /* Writes "what: CUDA error text" into err (512 bytes) and returns INTERNAL, or
  * OOM_VRAM for cudaErrorMemoryAllocation. */
 llmr_status gpt_cuda_fail(char *err, const char *what, cudaError_t e);

@@ -633,6 +633,8 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
         return LLMR_OOM_VRAM;
     }
     st = make_kv(g, p, err);
+    if (st == LLMR_OK)
+        st = gpt_cuda_prepare(g, err);
     if (st != LLMR_OK) {
         gpt_cuda_free(g);
         return st;

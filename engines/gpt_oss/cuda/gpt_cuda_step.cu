@@ -127,6 +127,8 @@ static cudaError_t forward_one(gpt_cuda *g, bool pick)
 
 static cudaError_t capture_one(gpt_cuda *g)
 {
+    if (g->graph1_ready)
+        return cudaSuccess;
     cudaGraph_t graph = NULL;
     CK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
     cudaError_t e = forward_one(g, true);
@@ -364,6 +366,14 @@ static cudaError_t run(gpt_cuda *g, const Plan *p, gpt_cuda_item *items, uint32_
     else
         CK(forward(g, p->T, p->max_pos));
     return p->n_rows ? finish_rows(g, p, items) : cudaStreamSynchronize(g->stream);
+}
+
+llmr_status gpt_cuda_prepare(gpt_cuda *g, char *err)
+{
+    cudaError_t e = cudaSetDevice(g->device);
+    if (e == cudaSuccess)
+        e = capture_one(g); /* captured, not run: its memory is taken now, not mid-serving */
+    return e == cudaSuccess ? LLMR_OK : gpt_cuda_fail(err, "capturing the one-token step", e);
 }
 
 llmr_status gpt_cuda_step(gpt_cuda *g, gpt_cuda_item *items, uint32_t n, char *err)
