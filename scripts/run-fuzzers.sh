@@ -13,6 +13,11 @@ mkdir -p "$work"
 cp "$root"/tests/fixtures/nemotron_h_tiny/*.header.json "$work/seeds/safetensors/" 2>/dev/null
 cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/*.header.json "$work/seeds/safetensors/" 2>/dev/null
 cp "$root"/tests/fixtures/nemotron_h_tiny/sharded/model.safetensors.index.json "$work/seeds/index/" 2>/dev/null
+# gpt-oss answers for the harmony parser (its input format: fuzz/fuzz_harmony_parser.c)
+mkdir -p "$work/seeds/harmony"
+printf '\003analysis\002User greets.\001\000assistant\003final\002Hello!\005' >"$work/seeds/harmony/reason-final.bin"
+printf '\003commentary to=functions.get_weather \004json\002{"city":\007"Paris"}\006' >"$work/seeds/harmony/call.bin"
+printf '<|channel|>analysis<|message|>x<|end|>\007<|start|>assistant<|channel|>final<|message|>y' >"$work/seeds/harmony/spelled.bin"
 # A few real chat templates (the shared data, when it is there), each with a conversation
 # after a NUL: the template target's input format.
 shared_ct="${LLMR_SHARED_DIR:-$root/../shared}/chat-templates"
@@ -26,12 +31,12 @@ done
 declare -A seeds=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
                   [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
                   [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire
-                  [fuzz_template]=template [fuzz_openai_request]=openai)
+                  [fuzz_template]=template [fuzz_openai_request]=openai [fuzz_harmony_parser]=harmony)
 declare -A dicts=([fuzz_safetensors_header]=safetensors [fuzz_st_index]=index [fuzz_gguf_header]=gguf
                   [fuzz_tokenizer_load]=tokenizer [fuzz_tokenizer_roundtrip]=text [fuzz_o200k_split]=text
                   [fuzz_plugin_manifest]=manifest [fuzz_worker_wire]=wire
-                  [fuzz_template]=template [fuzz_openai_request]=openai)
-targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split fuzz_plugin_manifest fuzz_worker_wire fuzz_template fuzz_openai_request})
+                  [fuzz_template]=template [fuzz_openai_request]=openai [fuzz_harmony_parser]=harmony)
+targets=(${FUZZ_TARGETS:-fuzz_safetensors_header fuzz_st_index fuzz_gguf_header fuzz_tokenizer_load fuzz_tokenizer_roundtrip fuzz_o200k_split fuzz_plugin_manifest fuzz_worker_wire fuzz_template fuzz_openai_request fuzz_harmony_parser})
 status=0
 summary=()
 for target in "${targets[@]}"; do
