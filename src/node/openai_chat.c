@@ -340,6 +340,16 @@ static bool parse_template_kwargs(json_t *root, llmr_oai_request *r, llmr_oai_er
         return llmr_oai_fail_type(err, "reasoning_effort", "a string", effort);
     if (effort && llmr_oai_has_nul(effort))
         return llmr_oai_fail_nul(err, "reasoning_effort");
+    if (effort) { /* what gpt-oss's template knows, and OpenAI takes */
+        const char *v = json_string_value(effort);
+        if (strcmp(v, "low") != 0 && strcmp(v, "medium") != 0 && strcmp(v, "high") != 0) {
+            llmr_oai_error_set(err, 400, LLMR_OAI_INVALID, "invalid_value", "reasoning_effort",
+                               "Invalid value: '%.64s'. Supported values are: 'low', 'medium', "
+                               "and 'high'.",
+                               v);
+            return false;
+        }
+    }
     if (effort && !(kwargs && json_object_get(kwargs, "reasoning_effort"))) {
         if (!kwargs) {
             kwargs = json_object();

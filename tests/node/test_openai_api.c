@@ -251,6 +251,8 @@ TEST(chat_reasoning_effort_reaches_the_template)
         CHECK_EQ_INT(json_object_size(r.template_kwargs), 2);
         llmr_oai_request_free(&r);
     }
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"reasoning_effort\":\"banana\""), "invalid_value",
+               "reasoning_effort", "Supported values are: 'low', 'medium', and 'high'");
     EXPECT_ERR(CHAT, CHAT_BODY(",\"reasoning_effort\":1"), "invalid_type", "reasoning_effort",
                "expected a string");
 }
