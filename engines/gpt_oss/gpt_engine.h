@@ -42,6 +42,7 @@ struct llmr_engine_model {
     pthread_cond_t changed;  /* a request ended */
     struct request *requests;
     bool unloading;
+    uint32_t logits_calls;  /* logits() calls on the GPU in flight: unload waits for them */
     uint32_t context;
     uint64_t weight_bytes;
     bool ignore_eos;
@@ -56,6 +57,7 @@ typedef struct request {
     struct request *next;
     llmr_engine_model *model;
     uint64_t id;
+    bool internal;        /* a logits() request: cancel() by id never names it */
     int32_t *prompt;
     uint32_t prompt_len, max_tokens;
     int32_t *stop_ids;
@@ -101,6 +103,8 @@ bool gpt_loop_start(llmr_engine_model *e, uint32_t max_batch, char err[GPT_ERR_M
  * thread.  Called with the model's lock held (the loop never takes it while holding its
  * own). */
 void gpt_loop_submit(llmr_engine_model *e, request *r);
+/* Whether the caller is the loop's own thread (an on_token callback). */
+bool gpt_loop_is_own_thread(const llmr_engine_model *e);
 /* Wakes the loop so that it sees a cancel. */
 void gpt_loop_wake(llmr_engine_model *e);
 /* Ends every request (CANCELLED) and stops the loop; returns when its thread is gone. */

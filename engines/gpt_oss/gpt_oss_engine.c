@@ -393,7 +393,7 @@ static llmr_status cancel(llmr_engine_model *e, uint64_t id)
 {
     pthread_mutex_lock(&e->lock);
     for (request *r = e->requests; r; r = r->next)
-        if (r->id == id)
+        if (r->id == id && !r->internal)
             atomic_store(&r->cancel, true);
     pthread_mutex_unlock(&e->lock);
     gpt_loop_wake(e);
@@ -460,6 +460,10 @@ static llmr_status gpu_logits(llmr_engine_model *e, const int32_t *ids, uint32_t
                   e->context - 1);
         return LLMR_UNSUPPORTED;
     }
+    if (gpt_loop_is_own_thread(e)) { /* it would wait for itself */
+        set_error(e->error, "logits() was called from a token callback; call it from another thread");
+        return LLMR_UNSUPPORTED;
+    }
     logits_wait w;
     memset(&w, 0, sizeof w);
     pthread_mutex_init(&w.lock, NULL);
@@ -467,7 +471,7 @@ static llmr_status gpu_logits(llmr_engine_model *e, const int32_t *ids, uint32_t
     request *r = calloc(1, sizeof *r);
     if (r) {
         r->model = e;
-        r->id = UINT64_MAX; /* cancel() by id never names it */
+        r->internal = true; /* cancel() by id never names it */
         r->prompt = malloc(n * sizeof *r->prompt);
         r->stop_ids = malloc(sizeof *r->stop_ids);
         r->prompt_len = n;
@@ -488,6 +492,7 @@ static llmr_status gpu_logits(llmr_engine_model *e, const int32_t *ids, uint32_t
     reap(e);
     bool unloading = e->unloading;
     if (!unloading) {
+        e->logits_calls++; /* unload frees e only once this call is done with it */
         r->next = e->requests;
         e->requests = r;
         gpt_loop_submit(e, r);
@@ -504,8 +509,12 @@ static llmr_status gpu_logits(llmr_engine_model *e, const int32_t *ids, uint32_t
     pthread_mutex_unlock(&w.lock);
     pthread_mutex_destroy(&w.lock);
     pthread_cond_destroy(&w.done_cond);
+    pthread_mutex_lock(&e->lock);
     if (w.status != LLMR_OK)
         set_error(e->error, "%s", w.message);
+    e->logits_calls--;
+    pthread_cond_broadcast(&e->changed);
+    pthread_mutex_unlock(&e->lock);
     return w.status;
 }
 #endif
@@ -518,6 +527,12 @@ static llmr_status logits_of(llmr_engine_model *e, const int32_t *ids, uint32_t 
                   e->context);
         return LLMR_UNSUPPORTED;
     }
+    for (uint32_t i = 0; i < n; i++) /* here, not in the step, which other requests share */
+        if (ids[i] < 0 || (uint32_t)ids[i] >= e->m.cfg.vocab) {
+            set_error(e->error, "id %u of the input is %d, outside the vocabulary of %u", i, ids[i],
+                      e->m.cfg.vocab);
+            return LLMR_UNSUPPORTED;
+        }
 #ifdef LLMR_GPT_CUDA
     if (e->gpu)
         return gpu_logits(e, ids, n, first, out);
@@ -540,9 +555,9 @@ static void unload(llmr_engine_model *e)
     pthread_mutex_unlock(&e->lock);
     gpt_loop_stop(e); /* every request of the loop has had its last event */
     pthread_mutex_lock(&e->lock);
-    while (e->requests) {
+    while (e->requests || e->logits_calls) {
         reap(e);
-        if (e->requests)
+        if (e->requests || e->logits_calls)
             pthread_cond_wait(&e->changed, &e->lock);
     }
     pthread_mutex_unlock(&e->lock);

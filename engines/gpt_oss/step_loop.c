@@ -432,6 +432,11 @@ void gpt_loop_stop(llmr_engine_model *e)
     e->loop = NULL;
 }
 
+bool gpt_loop_is_own_thread(const llmr_engine_model *e)
+{
+    return e->loop && pthread_equal(pthread_self(), e->loop->thread);
+}
+
 uint32_t gpt_loop_max_batch(const llmr_engine_model *e)
 {
     return e->loop ? e->loop->sched.p.max_running : 0;

@@ -228,6 +228,22 @@ TEST(an_unload_gives_every_running_request_its_last_event)
     CHECK(cancelled > 0);
 }
 
+/* logits() checks its ids itself: on the GPU its ids share a step with other requests,
+ * which a bad id must not fail. */
+TEST(logits_refuses_an_id_outside_the_vocabulary)
+{
+    llmr_engine_model *m = load(N);
+    if (!m)
+        return;
+    int32_t ids[3] = {5, -1, 7};
+    static float out[3 * 201088];
+    CHECK_EQ_INT(api->logits(m, ids, 3, 2, out), LLMR_UNSUPPORTED);
+    CHECK_CONTAINS(api->last_error(m), "outside the vocabulary");
+    ids[1] = 17;
+    CHECK_EQ_INT(api->logits(m, ids, 3, 2, out), LLMR_OK);
+    api->unload(m);
+}
+
 int main(void)
 {
     llmr_host_services_init(&host_api, "test");
@@ -253,6 +269,7 @@ int main(void)
     RUN(sixteen_requests_together_give_exactly_their_solo_tokens);
     RUN(cancelled_requests_end_and_the_others_keep_their_tokens);
     RUN(an_unload_gives_every_running_request_its_last_event);
+    RUN(logits_refuses_an_id_outside_the_vocabulary);
     llmr_model_desc_close(&desc);
     return llmr_test_finish();
 }

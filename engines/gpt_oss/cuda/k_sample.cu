@@ -92,6 +92,7 @@ static __device__ PickPart scan_slice(const float *logits, uint32_t lo, uint32_t
     int32_t id = 0x7fffffff;
     for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         float l = logits[i];
+        l = l == l ? l : -INFINITY; /* a NaN is never picked */
         mx = fmaxf(mx, l);
         float score = temperature > 0 ? l / temperature + gumbel(seed, step, i) : l;
         better(best, id, score, (int32_t)i); /* ascending i per thread */
@@ -99,20 +100,26 @@ static __device__ PickPart scan_slice(const float *logits, uint32_t lo, uint32_t
     block_best_max(best, id, mx);
     float sum = 0;
     for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
-        sum += __expf(logits[i] - mx);
+        if (logits[i] == logits[i])
+            sum += __expf(logits[i] - mx);
     sum = block_sum(sum);
     return PickPart{best, id, mx, lo < hi ? sum : 0.0f};
 }
 
 /* Thread i < n holds parts[i]: the merged pick (id and its log-softmax) in every thread. */
 static __device__ void merge_parts(const PickPart *parts, uint32_t n, const float *logits,
-                                   int32_t *id_out, float *logprob_out)
+                                   uint32_t vocab, int32_t *id_out, float *logprob_out)
 {
     PickPart p = threadIdx.x < n ? parts[threadIdx.x] : PickPart{-FLT_MAX, 0x7fffffff, -FLT_MAX, 0};
     float best = p.best, mx = p.max;
     int32_t id = p.id;
     block_best_max(best, id, mx);
     float total = block_sum(p.sum > 0 ? p.sum * __expf(p.max - mx) : 0.0f);
+    if (id < 0 || (uint32_t)id >= vocab) { /* no number in the row (all NaN): id 0 */
+        *id_out = 0;
+        *logprob_out = -INFINITY;
+        return;
+    }
     *id_out = id;
     *logprob_out = logits[id] - mx - __logf(total);
 }
@@ -146,7 +153,7 @@ __global__ void __launch_bounds__(ROW_SLICES_MAX) pick_rows_merge_kernel(PickOut
     const uint32_t r = blockIdx.x;
     int32_t id;
     float logprob;
-    merge_parts(parts + (size_t)r * slices, slices, logits + (size_t)r * vocab, &id, &logprob);
+    merge_parts(parts + (size_t)r * slices, slices, logits + (size_t)r * vocab, vocab, &id, &logprob);
     if (threadIdx.x == 0)
         out[r] = PickOut{id, logprob};
 }
