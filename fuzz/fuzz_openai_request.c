@@ -9,7 +9,7 @@
 
 #include "common/strbuf.h"
 #include "node/model_sync.h"
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

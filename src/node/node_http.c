@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "node/node_metrics.h"
 #include "node/node_prompt.h"
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 
 #define COMPONENT "http"
 #define MAX_PROMPT_TOKENS (1u << 20)

@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 
 #include "http/http_server.h"
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 #include "router/model_source.h"
 #include "router/node_registry.h"
 #include "router/router.h"

@@ -21,7 +21,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 
 #define COMPONENT "router"
 #define MAX_TRIES 3

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 #include "template/chat_format.h"
 
 #define COMPONENT "router"

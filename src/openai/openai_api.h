@@ -1,4 +1,5 @@
-/* The OpenAI wire format, without any I/O: requests of /v1/chat/completions and
+/* The OpenAI wire format, without any I/O, shared by the node and the router (neither
+ * owns it: it sits below both): requests of /v1/chat/completions and
  * /v1/completions parsed and checked into llmr_oai_request (each mistake a 4xx error
  * with the parameter named, as OpenAI words them), and the JSON of the responses,
  * of the streamed chunks (Server-Sent Events) and of error objects.
@@ -6,8 +7,8 @@
  * Reference: the OpenAI API reference for chat completions and completions.  What we
  * do not support (n > 1, best_of, echo, suffix, tools that the engine cannot call,
  * audio, ...) is a 400 that says so, never silently ignored. */
-#ifndef LLMR_NODE_OPENAI_API_H
-#define LLMR_NODE_OPENAI_API_H
+#ifndef LLMR_OPENAI_API_H
+#define LLMR_OPENAI_API_H
 
 #include <jansson.h>
 #include <stdbool.h>

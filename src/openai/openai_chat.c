@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
-#include "node/openai_internal.h"
+#include "openai/openai_internal.h"
 
 #define INVALID LLMR_OAI_INVALID
 

@@ -7,7 +7,7 @@
  * Text from the engine may end inside a UTF-8 character or hold invalid bytes; it is
  * sent with each ill-formed sequence replaced by U+FFFD, since JSON strings must be
  * valid Unicode. */
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 
 #include <errno.h>
 #include <fcntl.h>

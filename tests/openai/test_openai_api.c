@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 
 /* ---- helpers ----------------------------------------------------------------------- */
 

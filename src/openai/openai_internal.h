@@ -7,10 +7,10 @@
  *
  * The helpers below each check one thing and, when it is wrong, fill the error and
  * return false, so that checks chain with && and the first failure is reported. */
-#ifndef LLMR_NODE_OPENAI_INTERNAL_H
-#define LLMR_NODE_OPENAI_INTERNAL_H
+#ifndef LLMR_OPENAI_INTERNAL_H
+#define LLMR_OPENAI_INTERNAL_H
 
-#include "node/openai_api.h"
+#include "openai/openai_api.h"
 
 #define LLMR_OAI_INVALID "invalid_request_error"
 #define LLMR_OAI_MAX_COUNT INT32_MAX /* max_tokens, top_k: what an engine's int holds */

@@ -8,7 +8,7 @@
  * at OpenAI; keys we do not know are ignored.  What we know but cannot do (n > 1,
  * best_of, echo, suffix, images, audio, forced tool calls, JSON output) is refused
  * with a message saying so rather than silently dropped. */
-#include "node/openai_internal.h"
+#include "openai/openai_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
