@@ -16,40 +16,10 @@
 
 #include "k_gemv.cu"
 
-#include "cuda_ok.h"
+#include "bench_weights.cuh"
 
-static const uint32_t LAYERS = 24, E = 32, K = 4, H = 2880, I = 2880, QKV = 5120, QW = 4096,
+static const uint32_t LAYERS = BW_LAYERS, E = BW_E, K = 4, H = BW_H, I = BW_I, QKV = BW_QKV, QW = BW_QW,
                       VOCAB = 201088;
-
-__global__ void fill_bytes(uint8_t *p, size_t n, uint32_t seed, uint8_t lo, uint8_t span)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t z = (uint32_t)i * 2654435761u ^ seed;
-        z ^= z >> 15;
-        z *= 2246822519u;
-        z ^= z >> 13;
-        p[i] = span ? (uint8_t)(lo + z % span) : (uint8_t)z;
-    }
-}
-
-/* fp16 values in (-0.05, 0.05): the byte pattern 0x2A?? / 0xAA?? halves */
-__global__ void fill_halves(f16 *p, size_t n, uint32_t seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t z = (uint32_t)i * 2654435761u ^ seed;
-        z ^= z >> 15;
-        p[i] = __float2half(((int)(z % 2001) - 1000) * 5e-5f);
-    }
-}
-
-template <typename T> static T *dev(size_t n)
-{
-    T *p;
-    CUDA_OK(cudaMalloc(&p, n * sizeof(T)));
-    return p;
-}
 
 static int reps = 10;
 
@@ -113,25 +83,9 @@ int main(int argc, char **argv)
     printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
            prop.l2CacheSize >> 20);
 
-    size_t gu_groups = (size_t)E * 2 * I * (H / 32), dn_groups = (size_t)E * H * (I / 32);
-    std::vector<uint8_t *> gub(LAYERS), gus(LAYERS), dnb(LAYERS), dns(LAYERS);
-    std::vector<f16 *> wqkv(LAYERS), wo(LAYERS), wr(LAYERS);
-    for (uint32_t l = 0; l < LAYERS; l++) {
-        gub[l] = dev<uint8_t>(gu_groups * 16);
-        gus[l] = dev<uint8_t>(gu_groups);
-        dnb[l] = dev<uint8_t>(dn_groups * 16);
-        dns[l] = dev<uint8_t>(dn_groups);
-        fill_bytes<<<1024, 256>>>(gub[l], gu_groups * 16, 11 * l + 1, 0, 0);
-        fill_bytes<<<1024, 256>>>(gus[l], gu_groups, 11 * l + 2, 118, 6);
-        fill_bytes<<<1024, 256>>>(dnb[l], dn_groups * 16, 11 * l + 3, 0, 0);
-        fill_bytes<<<1024, 256>>>(dns[l], dn_groups, 11 * l + 4, 118, 6);
-        wqkv[l] = dev<f16>((size_t)QKV * H);
-        wo[l] = dev<f16>((size_t)H * QW);
-        wr[l] = dev<f16>((size_t)E * H);
-        fill_halves<<<1024, 256>>>(wqkv[l], (size_t)QKV * H, l + 5);
-        fill_halves<<<1024, 256>>>(wo[l], (size_t)H * QW, l + 6);
-        fill_halves<<<1024, 256>>>(wr[l], (size_t)E * H, l + 7);
-    }
+    BenchLayers layers = bench_layers();
+    std::vector<uint8_t *> &gub = layers.gub, &gus = layers.gus, &dnb = layers.dnb, &dns = layers.dns;
+    std::vector<f16 *> &wqkv = layers.wqkv, &wo = layers.wo, &wr = layers.wr;
     f16 *lm = dev<f16>((size_t)VOCAB * H);
     fill_halves<<<4096, 256>>>(lm, (size_t)VOCAB * H, 99);
     float *gbias = dev<float>((size_t)E * 2 * I), *dbias = dev<float>((size_t)E * H);
