@@ -22,7 +22,10 @@
  *                                    and ignores cancel (a stuck kernel)
  *   LOOPBACK_LEAK                    request buffers are never released
  *   LOOPBACK_FAKE_GPU                memory is reported as GPU memory
- *   LOOPBACK_NO_SYMBOL               llmr_engine_negotiate is not exported */
+ *   LOOPBACK_NO_SYMBOL               llmr_engine_negotiate is not exported
+ *   LOOPBACK_SERIAL                  requests take turns: one generates while the
+ *                                    others wait inside the engine (as in the queue of
+ *                                    an engine that batches by what its KV cache holds) */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -305,7 +308,7 @@ static void finish(struct request *r, llmr_engine_token *ev)
     pthread_mutex_unlock(&m->lock);
 }
 
-static void *run_request(void *arg)
+static void *generate_tokens(void *arg)
 {
     struct request *r = arg;
     llmr_engine_model *m = r->model;
@@ -368,6 +371,23 @@ static void *run_request(void *arg)
             pthread_mutex_unlock(&m->lock);
         }
     }
+}
+
+#ifdef LOOPBACK_SERIAL
+static pthread_mutex_t serial_turn = PTHREAD_MUTEX_INITIALIZER;
+#endif
+
+/* A request's thread. */
+static void *run_request(void *arg)
+{
+#ifdef LOOPBACK_SERIAL
+    pthread_mutex_lock(&serial_turn);
+    void *ret = generate_tokens(arg);
+    pthread_mutex_unlock(&serial_turn);
+    return ret;
+#else
+    return generate_tokens(arg);
+#endif
 }
 
 static void free_request(struct request *r)

@@ -50,6 +50,7 @@ struct hreq {
     llmr_strbuf payload;      /* the SUBMIT payload, until it is sent */
     uint32_t prompt_len;
     uint64_t queued_ms, started_ms, progress_ms;
+    bool got_token;           /* a token came (before that it may wait inside the engine) */
     bool timing_out;          /* the watchdog cancelled it */
     uint64_t cancel_sent_ms;
     bool cancel_requested;    /* the client cancelled it */
@@ -83,6 +84,7 @@ struct hworker {
     char kill_reason[256];        /* why the host killed it ("" when it did not) */
     llmr_status kill_status;      /* what its running requests end with then */
     uint64_t started_ms, loaded_ms, ping_sent_ms, pong_ms;
+    uint64_t token_ms;            /* the last token of any of its requests */
     uint64_t est_vram, est_ram;   /* the engine's estimate (or the weights) */
     uint64_t vram, ram, host_alloc; /* the last pong */
     uint64_t kv_used, kv_capacity; /* KV positions in use (the last pong), held (the load) */

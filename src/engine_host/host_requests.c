@@ -245,8 +245,11 @@ static void on_event(void *ctx, llmr_worker *w, uint64_t request_id, const llmr_
     uint64_t now = host_now_ms();
     r->progress_ms = now;
     hmodel *m = r->model;
-    if (wev->id >= 0)
+    if (wev->id >= 0) {
         m->tokens++;
+        r->got_token = true;
+        hw->token_ms = now;
+    }
     llmr_status status = wev->finish ? (llmr_status)wev->status : LLMR_OK;
     const char *why = NULL;
     if (wev->finish == LLMR_ENGINE_FINISH_CANCELLED && r->timing_out) {

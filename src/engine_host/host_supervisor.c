@@ -3,7 +3,11 @@
  *
  *   watchdog   a request with no token for request_timeout_ms is cancelled; if it
  *              has not ended cancel_grace_ms later its worker is killed (the driver
- *              frees its GPU memory with the process) and its requests end TIMEOUT
+ *              frees its GPU memory with the process) and its requests end TIMEOUT.
+ *              A request still waiting for its first token while the same worker
+ *              streams tokens for others is waiting its turn inside the engine (a
+ *              continuous-batching engine admits requests as its KV cache allows), not
+ *              stuck: it is let be
  *   health     serving workers are pinged every health_interval_ms; one silent for
  *              health_timeout_ms is killed
  *   draining   a retired worker exits when its last request is done
@@ -25,8 +29,10 @@
 static void watch_requests(llmr_engine_host *h, hworker *hw, uint64_t now, outbox *ob)
 {
     const llmr_engine_host_options *o = &h->opt;
+    bool streaming = hw->token_ms && now - hw->token_ms <= o->request_timeout_ms;
     for (hreq *r = hw->running; r; r = r->next) {
-        if (!r->timing_out && now - r->progress_ms > o->request_timeout_ms) {
+        bool waiting_its_turn = !r->got_token && streaming;
+        if (!r->timing_out && !waiting_its_turn && now - r->progress_ms > o->request_timeout_ms) {
             r->timing_out = true;
             r->cancel_sent_ms = now;
             outbox_send(ob, hw, LLMR_WIRE_CANCEL, r->id, NULL);

@@ -533,6 +533,35 @@ TEST(the_watchdog_kills_a_stuck_request_and_the_next_one_succeeds)
     llmr_engine_host_free(h);
 }
 
+/* A request that waits its turn inside the engine while the worker streams tokens for
+ * another is not stuck: the watchdog leaves it alone (issue: a continuous-batching
+ * engine's queue), and a hung engine is still caught (the test above). */
+TEST(the_watchdog_lets_a_request_wait_its_turn_inside_the_engine)
+{
+    const char *v[] = {"serial"};
+    llmr_engine_host *h = host_with(v, 1, short_watchdog);
+    if (!h)
+        return;
+    add_model(h, "m", "{\"token_delay_us\": 10000}"); /* 120 tokens: 1.2 s each request */
+    run a, b;
+    run_init(&a);
+    run_init(&b);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(submit(h, "m", 120, &a, NULL, &err), LLMR_OK);
+    CHECK_EQ_INT(submit(h, "m", 120, &b, NULL, &err), LLMR_OK);
+    CHECK(run_wait(&a, 20000));
+    CHECK(run_wait(&b, 20000));
+    /* one of them waited 1.2 s for its first token, three times the watchdog's 400 ms */
+    CHECK_EQ_INT(a.status, LLMR_OK);
+    CHECK_EQ_INT(b.status, LLMR_OK);
+    CHECK_EQ_INT(a.tokens, 120);
+    CHECK_EQ_INT(b.tokens, 120);
+    llmr_strbuf_free(&err);
+    run_free(&a);
+    run_free(&b);
+    llmr_engine_host_free(h);
+}
+
 static void quick_health(llmr_engine_host_options *o)
 {
     o->health_timeout_ms = 1500;
@@ -875,6 +904,7 @@ int main(void)
     RUN(requests_release_their_memory_and_can_be_cancelled);
     RUN(a_plugin_that_crashes_on_load_fails_the_load_not_the_node);
     RUN(the_watchdog_kills_a_stuck_request_and_the_next_one_succeeds);
+    RUN(the_watchdog_lets_a_request_wait_its_turn_inside_the_engine);
     RUN(a_crashed_worker_restarts_after_its_backoff_and_a_frozen_one_is_killed);
     RUN(a_worker_that_keeps_memory_after_its_requests_is_replaced);
     RUN(above_the_threshold_idle_models_are_unloaded_least_recently_used_first);
