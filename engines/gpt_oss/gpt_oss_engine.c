@@ -191,6 +191,19 @@ static bool on_gpu(const llmr_engine_model *e)
 #endif
 }
 
+/* Frees what load() built, whatever it got to (the loop stopped already or never
+ * started; no request left). */
+static void model_destroy(llmr_engine_model *e)
+{
+#ifdef LLMR_GPT_CUDA
+    gpt_cuda_free(e->gpu);
+#endif
+    gpt_model_free(&e->m);
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->changed);
+    free(e);
+}
+
 static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
                         llmr_engine_model **out)
 {
@@ -216,21 +229,12 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     e->ignore_eos = llmr_engine_option_u64(p->options_json, "ignore_eos", 0) != 0;
 #ifdef LLMR_GPT_CUDA
     if (use_gpu(p) && (st = load_gpu(e, desc, p)) != LLMR_OK) {
-        gpt_model_free(&e->m);
-        pthread_mutex_destroy(&e->lock);
-        pthread_cond_destroy(&e->changed);
-        free(e);
+        model_destroy(e);
         return st;
     }
 #endif
     if (!gpt_loop_start(e, p->max_batch, thread_error)) {
-#ifdef LLMR_GPT_CUDA
-        gpt_cuda_free(e->gpu);
-#endif
-        gpt_model_free(&e->m);
-        pthread_mutex_destroy(&e->lock);
-        pthread_cond_destroy(&e->changed);
-        free(e);
+        model_destroy(e);
         return LLMR_OOM_RAM;
     }
     if (!on_gpu(e)) {
@@ -561,13 +565,7 @@ static void unload(llmr_engine_model *e)
             pthread_cond_wait(&e->changed, &e->lock);
     }
     pthread_mutex_unlock(&e->lock);
-#ifdef LLMR_GPT_CUDA
-    gpt_cuda_free(e->gpu);
-#endif
-    gpt_model_free(&e->m);
-    pthread_mutex_destroy(&e->lock);
-    pthread_cond_destroy(&e->changed);
-    free(e);
+    model_destroy(e);
 }
 
 static const llmr_engine_api table = {
