@@ -5,6 +5,9 @@
  * lm_head and the pick.  Random weights, 24 layers' worth of distinct ones (more than
  * the L2 holds), each token routed to 4 random experts of 32.  The time per launch is
  * the mean of back-to-back launches; the table's last line adds them up as one step.
+ * Then the experts' two products again with each tile of k_gemm_mxfp4_grouped_tile (16:
+ * the fragments kernel; 32, 64, 128 rows), to see where each pays.  Batches past 256
+ * stand for prefill chunks (their lm_head and pick take 256 rows).
  * It checks nothing: correctness is gpt-oss-kernel-check's.
  *
  * Usage: gpt-oss-step-kernel-bench [--batch 8,64,256] [--context 300] [--reps N] */
@@ -71,7 +74,9 @@ int main(int argc, char **argv)
     CUDA_OK(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs; decode steps at context %u\n", prop.name, prop.multiProcessorCount,
            context);
-    const uint32_t TMAX = 256;
+    uint32_t TMAX = 256;
+    for (uint32_t T : batches)
+        TMAX = T > TMAX ? T : TMAX;
     BenchLayers layers = bench_layers();
     std::vector<uint8_t *> &gub = layers.gub, &gus = layers.gus, &dnb = layers.dnb, &dns = layers.dns;
     std::vector<f16 *> &wqkv = layers.wqkv, &wo = layers.wo, &wr = layers.wr;
@@ -86,7 +91,7 @@ int main(int argc, char **argv)
     float *nw = dev<float>(H), *sinks = dev<float>(HEADS), *ew = dev<float>(TMAX * K);
     float *logits = dev<float>((size_t)TMAX * VOCAB), *xg = dev<float>((size_t)TMAX * H);
     float *parts = dev<float>(k_gemm_split_scratch_bytes(256, QKV) / 4 + 1);
-    float *asplit = dev<float>(k_attention_paged_scratch_floats(2048, HEADS, HD));
+    float *asplit = dev<float>(k_attention_paged_scratch_floats(TMAX, HEADS, HD));
     f16 *xn = dev<f16>((size_t)TMAX * H), *xn_lo = dev<f16>((size_t)TMAX * H);
     f16 *attn = dev<f16>((size_t)TMAX * QW), *attn_lo = dev<f16>((size_t)TMAX * QW);
     f16 *act = dev<f16>((size_t)TMAX * K * I);
@@ -145,8 +150,7 @@ int main(int argc, char **argv)
     CUDA_OK(cudaDeviceSynchronize());
 
     for (uint32_t T : batches) {
-        if (T > TMAX)
-            continue;
+        const uint32_t LR = T < 256 ? T : 256; /* lm_head's rows */
         uint32_t blocks_ = T * KVH, want = (2u * prop.multiProcessorCount + blocks_ - 1) / blocks_;
         uint32_t tiles = (context + 63) / 64, splits = want < tiles ? want : tiles;
         splits = splits > 32 ? 32 : splits ? splits : 1;
@@ -174,10 +178,10 @@ int main(int argc, char **argv)
         int nl = n;
         int saved = reps;
         reps = reps > 2 ? reps / 2 : 1;
-        T_("lm_head: gather + norm", T == 1 ? cudaSuccess : k_gather_rows(xg, x, lrows, T, H, 0));
+        T_("lm_head: gather + norm", T == 1 ? cudaSuccess : k_gather_rows(xg, x, lrows, LR, H, 0));
         T_("lm_head gemm", T == 1 ? k_gemv_f16(logits, lm, NULL, x, nw, 1e-5f, VOCAB, H, 0, 0)
-                                  : k_gemm_f16(logits, xn, NULL, lm, NULL, T, VOCAB, H, 0, NULL, 0));
-        T_("pick", k_pick_rows(pout, dpr, logits, T, VOCAB, pscratch, 0));
+                                  : k_gemm_f16(logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0));
+        T_("pick", k_pick_rows(pout, dpr, logits, LR, VOCAB, pscratch, 0));
         reps = saved;
         double tail = 0;
         for (int i = nl; i < n; i++)
@@ -187,6 +191,19 @@ int main(int argc, char **argv)
             printf("  %-28s %9.1f %9.2f\n", r[i].name, r[i].us, i < nl ? r[i].us * 24 / 1000 : r[i].us / 1000);
         double step = layer * 24 + tail;
         printf("  %-28s %9s %9.2f  -> %.0f tokens/s\n", "one step", "", step / 1000, T / (step / 1e6));
+        printf("  experts' products by tile (us/launch): ");
+        for (uint32_t tile : {16u, 32u, 64u, 128u}) {
+            double gu = time_us([&](uint32_t l) {
+                return k_gemm_mxfp4_grouped_tile(tile, NULL, act, xn, rows, gub[l], gus[l], gbias, offsets,
+                                                 E, T, T * K, 2 * I, H, 1.702f, 7.0f, 0);
+            });
+            double dn = time_us([&](uint32_t l) {
+                return k_gemm_mxfp4_grouped_tile(tile, moe_out, NULL, act, NULL, dnb[l], dns[l], dbias,
+                                                 offsets, E, T, T * K, H, I, 1.702f, 7.0f, 0);
+            });
+            printf(" %u: %.1f + %.1f;", tile, gu, dn);
+        }
+        printf("\n");
     }
     return 0;
 }

@@ -343,8 +343,12 @@ static Experts random_experts(uint32_t E, uint32_t rows, uint32_t cols)
     x.scales.resize(g);
     for (auto &b : x.blocks)
         b = (uint8_t)next_u64();
-    for (auto &s : x.scales)
-        s = (uint8_t)(118 + next_u64() % 6);
+    /* mostly 2^-9 .. 2^-4, and one group in 16 at the ends of the loader's range
+     * [104, 140]: below 114 the decode multiplies where it otherwise folds the scale */
+    for (auto &s : x.scales) {
+        uint64_t r = next_u64();
+        s = (uint8_t)(r % 16 ? 118 + (r >> 8) % 6 : (r >> 8) % 2 ? 104 + (r >> 16) % 10 : 136 + (r >> 16) % 5);
+    }
     x.bias = random_f32((size_t)E * rows, 0.2f);
     return x;
 }
@@ -401,11 +405,6 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
             *dns = upload(dn.scales);
     float *gubias = upload(gu.bias), *dnbias = upload(dn.bias);
     f16 *dact = dev<f16>((size_t)T * k * I);
-    check(k_gemm_mxfp4_grouped(NULL, dact, dx, drows, gub, gus, gubias, doff, E, T, T * k, 2 * I, H,
-                               1.702f, 7.0f, 0),
-          "k_gemm_mxfp4_grouped (gate_up)");
-    auto act_b = download(reinterpret_cast<uint16_t *>(dact), (size_t)T * k * I);
-    auto act = h_to_floats(act_b);
     /* CPU: per pair, the expert's gate_up on the token's row, then SwiGLU */
     std::vector<float> want_act((size_t)T * k * I), gu_out(2 * I);
     for (uint32_t p = 0; p < T * k; p++) {
@@ -415,22 +414,37 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
         for (uint32_t i = 0; i < I; i++)
             want_act[(size_t)slot[p] * I + i] = swiglu_ref(gu_out[2 * i], gu_out[2 * i + 1]);
     }
-    snprintf(what, sizeof what, "gate_up + SwiGLU, %u slots, 5760 x 2880", T * k);
-    report("k_gemm_mxfp4_grouped", what, rel_l2(act.data(), want_act.data(), want_act.size()), 1e-3);
+    /* every tile on the same products (0: the one k_gemm_mxfp4_grouped picks, last, so
+     * that its act feeds down) */
+    const uint32_t tiles[] = {16, 32, 64, 128, 0};
+    std::vector<float> act;
+    for (uint32_t tile : tiles) {
+        check(k_gemm_mxfp4_grouped_tile(tile, NULL, dact, dx, drows, gub, gus, gubias, doff, E, T,
+                                        T * k, 2 * I, H, 1.702f, 7.0f, 0),
+              "k_gemm_mxfp4_grouped (gate_up)");
+        auto act_b = download(reinterpret_cast<uint16_t *>(dact), (size_t)T * k * I);
+        act = h_to_floats(act_b);
+        snprintf(what, sizeof what, "gate_up + SwiGLU, %u slots, 5760 x 2880, tile %s%u", T * k,
+                 tile ? "" : "auto ", tile);
+        report("k_gemm_mxfp4_grouped", what, rel_l2(act.data(), want_act.data(), want_act.size()), 1e-3);
+    }
 
     float *dout = dev<float>((size_t)T * k * H);
-    check(k_gemm_mxfp4_grouped(dout, NULL, dact, NULL, dnb, dns, dnbias, doff, E, T, T * k, H, I, 1.702f,
-                               7.0f, 0),
-          "k_gemm_mxfp4_grouped (down)");
-    auto out = download(dout, (size_t)T * k * H);
-    std::vector<float> want_out((size_t)T * k * H);
+    std::vector<float> want_out((size_t)T * k * H), out;
     for (uint32_t p = 0; p < T * k; p++) {
         gpt_mxfp4 m = dn.view(ids[p]);
         gpt_linear_mxfp4(pool, &want_out[(size_t)slot[p] * H], &act[(size_t)slot[p] * I], 1, &m,
                          &dn.bias[(size_t)ids[p] * H]);
     }
-    snprintf(what, sizeof what, "down, %u slots, 2880 x 2880", T * k);
-    report("k_gemm_mxfp4_grouped", what, rel_l2(out.data(), want_out.data(), want_out.size()), 1e-5);
+    for (uint32_t tile : tiles) {
+        check(k_gemm_mxfp4_grouped_tile(tile, dout, NULL, dact, NULL, dnb, dns, dnbias, doff, E, T,
+                                        T * k, H, I, 1.702f, 7.0f, 0),
+              "k_gemm_mxfp4_grouped (down)");
+        out = download(dout, (size_t)T * k * H);
+        snprintf(what, sizeof what, "down, %u slots, 2880 x 2880, tile %s%u", T * k, tile ? "" : "auto ",
+                 tile);
+        report("k_gemm_mxfp4_grouped", what, rel_l2(out.data(), want_out.data(), want_out.size()), 1e-5);
+    }
 
     auto x0 = random_f32((size_t)T * H, 1.0f);
     float *dxr = upload(x0), *dw = upload(w);

@@ -193,6 +193,15 @@ static __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b)
     return *reinterpret_cast<uint32_t *>(&r);
 }
 
+/* gpt-oss's SwiGLU of a (gate, up) pair, both clamped (gate from above, up on both
+ * sides) at limit: (up + 1) * gate * sigmoid(alpha * gate). */
+static __device__ __forceinline__ float clamped_swiglu(float gate, float up, float alpha, float limit)
+{
+    gate = fminf(gate, limit);
+    up = fmaxf(fminf(up, limit), -limit);
+    return (up + 1.0f) * (gate / (1.0f + __expf(-alpha * gate)));
+}
+
 /* ---- tensor cores ---------------------------------------------------------------------- */
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)

@@ -1,14 +1,12 @@
-/* The matrix products of the gpt-oss prefill on tensor cores: a 128x128 output tile
- * per block of 8 warps (each 64x32), or 32x128 (each 32x16) when the rows are few (a
- * short prompt, an expert with few tokens, the last rows' logits); K through a
- * cp.async pipeline (dense: steps of 32, 3 stages; MXFP4: steps of 64, 3 stages, or 6
- * for the small tile, which is bound by reading the weights); mma.sync m16n8k16 fp16
- * with fp32 accumulation, fragments by ldmatrix.  A dense product's A may be split
- * fp16 (A + A_lo, kernels.cuh): A_lo travels beside A and each B fragment meets both
- * (two mma).  The MXFP4 experts' tiles travel the same pipeline as raw bytes (their
- * scales for the whole of K are read once per block) and are decoded into shared
- * memory as fp16 one step at a time (exact: an E2M1 value times a power of two in
- * fp16's range, which the loader checks).  See kernels.cuh. */
+/* The dense matrix products of the gpt-oss step on tensor cores (QKV, the output
+ * projection, lm_head): a 128x128 output tile per block of 8 warps (each 64x32), or 64
+ * or 32 rows by 128 (each 32x32 or 32x16) when the rows are few (a short prompt, a
+ * step of few sequences, the last rows' logits); K through a cp.async pipeline (steps
+ * of 32, 3 stages for the large tile; of 64, 3 or 4 stages for the small ones); mma.sync
+ * m16n8k16 fp16 with fp32 accumulation, fragments by ldmatrix.  A may be split fp16
+ * (A + A_lo, kernels.cuh): A_lo travels beside A and each B fragment meets both (two
+ * mma).  A warp skips its m16 tiles past the last row.  The experts' MXFP4 products are
+ * k_gemm_mxfp4.cu's and k_moe_gemm.cu's.  See kernels.cuh. */
 #include "device_util.cuh"
 
 #define BN 128
@@ -16,40 +14,21 @@
 /* The small tile when a tile would hold few rows: less work on rows that are not there,
  * and more blocks for the bandwidth. */
 #define SMALL_ROWS 64u
-/* Experts' mean rows up to which k_moe_gemm_few serves them, and up to which a 64-row
- * tile does (k_gemm_mxfp4_grouped). */
-#define FEW_ROWS 12u
-#define MID_ROWS 96u
 
 struct GemmArgs {
     float *C;
-    f16 *act;
     const f16 *A, *A_lo;
-    const int32_t *a_rows;
     const f16 *B;
-    const uint8_t *blocks, *scales;
     const float *bias;
-    const uint32_t *offsets;
     uint32_t M, N, K;
     int accumulate;
-    float alpha, limit;
     float *parts;    /* dense, K split over blockIdx.z: each split's raw sums [z][M][N] */
     uint32_t splits; /* dense: the parts of K (1: no split) */
 };
 
-static __device__ __forceinline__ float swiglu(float gate, float up, float alpha, float limit)
-{
-    gate = fminf(gate, limit);
-    up = fmaxf(fminf(up, limit), -limit);
-    return (up + 1.0f) * (gate / (1.0f + __expf(-alpha * gate)));
-}
-
-/* MX: B is MXFP4 (grouped by expert, blockIdx.z); else fp16 (dense).  LO: A is split
- * fp16 (dense only).  BM rows by BN columns per block, BK of K per step, ST stages in
- * flight.  Shared memory: A stages (then A_lo stages with LO), then either B stages
- * (dense) or one decoded B tile, raw MXFP4 stages and the block's scales [BN][K/32]
- * (MX). */
-template <bool MX, bool LO, int BM, int BK, int ST>
+/* LO: A is split fp16.  BM rows by BN columns a block, BK of K a step, ST stages in
+ * flight.  Shared memory: A stages (then A_lo stages with LO), then B stages. */
+template <bool LO, int BM, int BK, int ST>
 __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
 {
     grid_wait(); /* see launch() in device_util.cuh */
@@ -61,44 +40,17 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
     constexpr int NT = BN / WARPS_N / 8;        /* n8 tiles per warp: 4 or 2 */
     constexpr int ROW_CHUNKS = BK / 8;          /* 16-byte chunks of an f16 row's step */
     constexpr int A_CHUNKS = (BM * ROW_CHUNKS + THREADS - 1) / THREADS; /* per thread */
-    constexpr int Q_BYTES = BK / 2;             /* MXFP4 bytes of a row's step */
-    constexpr int Q_CHUNKS = BN * Q_BYTES / 16; /* 16-byte chunks of a raw B stage */
-    constexpr int DEC = BK / 2;                 /* values each thread decodes per step */
     extern __shared__ __align__(16) unsigned char smem[];
-    static_assert(!(MX && LO), "split A is for the dense products");
-    f16 *As = reinterpret_cast<f16 *>(smem);                       /* [ST][BM][LDS] */
-    f16 *Al = As + ST * BM * LDS;                                  /* LO: [ST][BM][LDS] */
-    f16 *Bs = Al + (LO ? ST * BM * LDS : 0);                       /* [ST or 1][BN][LDS] */
-    uint8_t *Braw = reinterpret_cast<uint8_t *>(Bs + BN * LDS);    /* MX: [ST][BN][Q_BYTES] */
-    uint8_t *Sc = Braw + ST * BN * Q_BYTES;                        /* MX: [BN][K/32] */
+    f16 *As = reinterpret_cast<f16 *>(smem);  /* [ST][BM][LDS] */
+    f16 *Al = As + ST * BM * LDS;             /* LO: [ST][BM][LDS] */
+    f16 *Bs = Al + (LO ? ST * BM * LDS : 0);  /* [ST][BN][LDS] */
 
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
-    const uint32_t K = p.K, N = p.N, KG = K / 32;
-    uint32_t rows = p.M, slot0 = 0, e = 0;
-    /* this block's k-steps: all of K, or its part of the split */
-    const uint32_t kt0 = MX ? 0 : blockIdx.z * (K / BK) / p.splits;
-    const uint32_t KT = (MX ? K / BK : (blockIdx.z + 1) * (K / BK) / p.splits) - kt0;
-    if (MX) {
-        e = blockIdx.z;
-        slot0 = p.offsets[e];
-        rows = p.offsets[e + 1] - slot0;
-        if (m0 >= rows)
-            return;
-        /* the block's scales for all of K: its rows' scales are one run of BN * KG bytes,
-         * fetched with the first stage when whole and 16-byte aligned; else byte by byte
-         * (127: 2^0 for rows past N, whose bytes are 0) */
-        const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
-        if (n0 + BN <= N && (BN * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
-            for (uint32_t i = tid; i < BN * KG / 16; i += THREADS)
-                cp_async16(Sc + i * 16, run + i * 16, true);
-        } else {
-            for (uint32_t i = tid; i < BN * KG; i += THREADS) {
-                uint32_t r = i / KG, n = n0 + r;
-                Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
-            }
-        }
-    }
+    const uint32_t K = p.K, N = p.N, rows = p.M;
+    /* this block's k-steps: its part of the split */
+    const uint32_t kt0 = blockIdx.z * (K / BK) / p.splits;
+    const uint32_t KT = (blockIdx.z + 1) * (K / BK) / p.splits - kt0;
 
     /* This thread's A chunks (16 bytes each) per k-step: rows fixed, k moves. */
     const f16 *a_src[A_CHUNKS];
@@ -110,12 +62,7 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
         uint32_t m = m0 + r;
         a_mine[i] = c < (uint32_t)(BM * ROW_CHUNKS);
         a_ok[i] = a_mine[i] && m < rows;
-        size_t row = 0;
-        if (a_ok[i]) {
-            uint32_t slot = slot0 + m;
-            row = p.a_rows ? (size_t)p.a_rows[slot] : slot;
-        }
-        a_src[i] = p.A + row * K + col;
+        a_src[i] = p.A + (size_t)(a_ok[i] ? m : 0) * K + col;
         a_dst[i] = r * LDS + col;
     }
 
@@ -129,21 +76,11 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
                     cp_async16(Al + stage * BM * LDS + a_dst[i],
                                p.A_lo + (a_src[i] - p.A) + kt * BK, a_ok[i]);
             }
-        if (MX) {
-            for (uint32_t i = tid; i < (uint32_t)Q_CHUNKS; i += THREADS) {
-                uint32_t r = i / (Q_BYTES / 16), j = i % (Q_BYTES / 16), n = n0 + r;
-                bool ok = n < N;
-                const uint8_t *src = p.blocks + ((size_t)e * N + (ok ? n : 0)) * (K / 2) +
-                                     (size_t)kt * Q_BYTES + j * 16;
-                cp_async16(Braw + (stage * BN + r) * Q_BYTES + j * 16, src, ok);
-            }
-        } else {
-            f16 *bs = Bs + stage * BN * LDS;
-            for (uint32_t i = tid; i < (uint32_t)(BN * ROW_CHUNKS); i += THREADS) {
-                uint32_t r = i / ROW_CHUNKS, col = (i % ROW_CHUNKS) * 8, n = n0 + r;
-                bool ok = n < N;
-                cp_async16(bs + r * LDS + col, p.B + (size_t)(ok ? n : 0) * K + kt * BK + col, ok);
-            }
+        f16 *bs = Bs + stage * BN * LDS;
+        for (uint32_t i = tid; i < (uint32_t)(BN * ROW_CHUNKS); i += THREADS) {
+            uint32_t r = i / ROW_CHUNKS, col = (i % ROW_CHUNKS) * 8, n = n0 + r;
+            bool ok = n < N;
+            cp_async16(bs + r * LDS + col, p.B + (size_t)(ok ? n : 0) * K + kt * BK + col, ok);
         }
     };
 
@@ -163,57 +100,29 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
     }
 
     const uint32_t wm = warp / WARPS_N, wn = warp % WARPS_N;
+    /* this warp's m16 tiles that hold rows: the others are skipped */
+    const uint32_t wrow = m0 + wm * MT * 16;
+    const int live = rows > wrow ? (int)min((uint32_t)MT, (rows - wrow + 15) / 16) : 0;
     for (uint32_t i = 0; i < KT; i++) {
         const uint32_t kt = kt0 + i;
         cp_async_wait<ST - 2>();
         __syncthreads();
         const uint32_t stage = i % ST;
         const f16 *as = As + stage * BM * LDS, *al = Al + stage * BM * LDS;
-        const f16 *bs;
-        if (MX) {
-            /* decode DEC values (half a row's step) of row tid/2 into the B tile; a group
-             * of 32 values shares a scale */
-            uint32_t row = tid >> 1, half = tid & 1;
-            const uint8_t *src = Braw + (stage * BN + row) * Q_BYTES + half * (DEC / 2);
-            f16 *dst = Bs + row * LDS + half * DEC;
-#pragma unroll
-            for (int g8 = 0; g8 < DEC / 16; g8++) { /* 16 values = 8 bytes at a time */
-                uint32_t v0 = half * DEC + g8 * 16; /* the first value's place in the step */
-                __half2 sc = __half2half2(__float2half_rn(e8m0(Sc[row * KG + (kt * BK + v0) / 32])));
-                uint2 q = *reinterpret_cast<const uint2 *>(src + g8 * 8);
-                uint32_t w[8];
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    uint32_t p[4]; /* p[j] = (value j, value j + 4) of these 8 */
-                    e2m1x8_to_half2(i ? q.y : q.x, p);
-                    uint32_t o[4] = {prmt(p[0], p[1], 0x5410u), prmt(p[2], p[3], 0x5410u),
-                                     prmt(p[0], p[1], 0x7632u), prmt(p[2], p[3], 0x7632u)};
-#pragma unroll
-                    for (int j = 0; j < 4; j++) { /* times the scale: exact (a power of two) */
-                        __half2 v = __hmul2(*reinterpret_cast<__half2 *>(&o[j]), sc);
-                        w[4 * i + j] = *reinterpret_cast<uint32_t *>(&v);
-                    }
-                }
-                uint4 *d4 = reinterpret_cast<uint4 *>(dst + g8 * 16);
-                d4[0] = make_uint4(w[0], w[1], w[2], w[3]);
-                d4[1] = make_uint4(w[4], w[5], w[6], w[7]);
-            }
-            __syncthreads();
-            bs = Bs;
-        } else {
-            bs = Bs + stage * BN * LDS;
-        }
+        const f16 *bs = Bs + stage * BN * LDS;
         if (i + ST - 1 < KT)
             load_stage(kt + ST - 1, (i + ST - 1) % ST);
         cp_async_commit();
-
+        if (live == 0)
+            continue;
 #pragma unroll
         for (uint32_t ks = 0; ks < BK / 16; ks++) {
             uint32_t a[MT][4], b[NT][2];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-                ldmatrix_x4(a[mt], as + (wm * MT * 16 + mt * 16 + (lane & 15)) * LDS + ks * 16 +
-                                       (lane >> 4) * 8);
+                if (mt < live)
+                    ldmatrix_x4(a[mt], as + (wm * MT * 16 + mt * 16 + (lane & 15)) * LDS + ks * 16 +
+                                           (lane >> 4) * 8);
 #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 uint32_t r[4];
@@ -226,19 +135,22 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
             }
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++)
-                    mma_f16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
-            if (LO) {
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-                    ldmatrix_x4(a[mt], al + (wm * MT * 16 + mt * 16 + (lane & 15)) * LDS +
-                                           ks * 16 + (lane >> 4) * 8);
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++)
+                if (mt < live)
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++)
                         mma_f16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+            if (LO) {
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    if (mt < live)
+                        ldmatrix_x4(a[mt], al + (wm * MT * 16 + mt * 16 + (lane & 15)) * LDS +
+                                               ks * 16 + (lane >> 4) * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    if (mt < live)
+#pragma unroll
+                        for (int nt = 0; nt < NT; nt++)
+                            mma_f16(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
             }
         }
     }
@@ -246,15 +158,13 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
 
     /* epilogue: rows g and g+8 of each m16 tile, columns 2t, 2t+1 of each n8 tile */
     const uint32_t g = lane >> 2, t = lane & 3;
-    const float *bias = p.bias ? p.bias + (size_t)e * N : nullptr;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int half = 0; half < 2; half++) {
-            uint32_t m = m0 + wm * MT * 16 + mt * 16 + g + half * 8;
+            uint32_t m = wrow + mt * 16 + g + half * 8;
             if (m >= rows)
                 continue;
-            size_t row = (size_t)slot0 + m;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 uint32_t n = n0 + wn * NT * 8 + nt * 8 + 2 * t;
@@ -266,53 +176,45 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
                         make_float2(v0, v1);
                     continue;
                 }
-                if (bias) {
-                    v0 += bias[n];
-                    v1 += bias[n + 1];
+                if (p.bias) {
+                    v0 += p.bias[n];
+                    v1 += p.bias[n + 1];
                 }
-                if (p.act) {
-                    p.act[row * (N / 2) + n / 2] = to_f16(swiglu(v0, v1, p.alpha, p.limit));
-                } else {
-                    float2 *c = reinterpret_cast<float2 *>(p.C + row * N + n);
-                    if (p.accumulate) {
-                        float2 old = *c;
-                        v0 += old.x;
-                        v1 += old.y;
-                    }
-                    *c = make_float2(v0, v1);
+                float2 *c = reinterpret_cast<float2 *>(p.C + (size_t)m * N + n);
+                if (p.accumulate) {
+                    float2 old = *c;
+                    v0 += old.x;
+                    v1 += old.y;
                 }
+                *c = make_float2(v0, v1);
             }
         }
 }
 
-/* The tile shapes: dense BKxST = 32x3; MXFP4 64x3 for many rows a tile, 64x6 (more
- * of the weights in flight) for few. */
-template <bool MX, bool LO, int BM, int BK, int ST>
-static size_t smem_bytes(uint32_t K)
+/* The tile shapes: BKxST = 32x3 for the 128-row tile, 64x3 or 64x4 for the small ones. */
+template <bool LO, int BM, int BK, int ST>
+static size_t smem_bytes(void)
 {
     constexpr size_t LDS = BK + 8;
-    size_t a = (LO ? 2 : 1) * (size_t)ST * BM * LDS * sizeof(f16);
-    if (!MX)
-        return a + (size_t)ST * BN * LDS * sizeof(f16);
-    return a + (size_t)BN * LDS * sizeof(f16) + (size_t)ST * BN * (BK / 2) + (size_t)BN * (K / 32);
+    return (LO ? 2 : 1) * (size_t)ST * BM * LDS * sizeof(f16) + (size_t)ST * BN * LDS * sizeof(f16);
 }
 
-template <bool MX, bool LO, int BM, int BK, int ST>
+template <bool LO, int BM, int BK, int ST>
 static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
 {
     if (a.K % BK)
         return cudaErrorInvalidValue;
     static size_t configured; /* the largest dynamic shared memory allowed so far */
-    size_t smem = smem_bytes<MX, LO, BM, BK, ST>(a.K);
+    size_t smem = smem_bytes<LO, BM, BK, ST>();
     if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<MX, LO, BM, BK, ST>,
+        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<LO, BM, BK, ST>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess)
             return err;
         configured = smem;
     }
     grid.y = (grid.y + BM - 1) / BM;
-    LAUNCH(gemm_kernel<MX, LO, BM, BK, ST>, grid, THREADS, smem, s, a);
+    LAUNCH(gemm_kernel<LO, BM, BK, ST>, grid, THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -390,8 +292,8 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
      * is 1.2 GB), they read B once per 128 rows instead of once per 32 */
     uint32_t big_tiles = ((N + BN - 1) / BN) * ((M + 127) / 128);
     if (M > 4 * SMALL_ROWS || (M > 32 && big_tiles >= 4 * sm_count()))
-        return A_lo ? launch<false, true, 128, 32, 3>(a, grid, s)
-                    : launch<false, false, 128, 32, 3>(a, grid, s);
+        return A_lo ? launch<true, 128, 32, 3>(a, grid, s)
+                    : launch<false, 128, 32, 3>(a, grid, s);
     /* past 128 rows (a step of many sequences), 64-row tiles: B read half as often */
     uint32_t bm = M > 128 ? 64 : 32;
     if (split_scratch && K % 64 == 0)
@@ -400,52 +302,14 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
         a.parts = split_scratch;
         grid.z = a.splits;
     }
-    cudaError_t e = bm == 64 ? (A_lo ? launch<false, true, 64, 64, 3>(a, grid, s)
-                                     : launch<false, false, 64, 64, 3>(a, grid, s))
-                             : (A_lo ? launch<false, true, 32, 64, 4>(a, grid, s)
-                                     : launch<false, false, 32, 64, 4>(a, grid, s));
+    cudaError_t e = bm == 64 ? (A_lo ? launch<true, 64, 64, 3>(a, grid, s)
+                                     : launch<false, 64, 64, 3>(a, grid, s))
+                             : (A_lo ? launch<true, 32, 64, 4>(a, grid, s)
+                                     : launch<false, 32, 64, 4>(a, grid, s));
     if (e != cudaSuccess || a.splits == 1)
         return e;
     size_t mn = (size_t)M * N;
     LAUNCH(gemm_sum_parts_kernel, (unsigned)((mn + 255) / 256), 256, 0, s, C, a.parts, bias, M, N,
            a.splits, accumulate);
     return cudaGetLastError();
-}
-
-cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
-                                 const uint8_t *blocks, const uint8_t *scales, const float *bias,
-                                 const uint32_t *offsets, uint32_t E, uint32_t max_rows,
-                                 uint32_t pairs, uint32_t N, uint32_t K, float alpha, float limit,
-                                 cudaStream_t s)
-{
-    if (K % 64 || N % 8 || max_rows == 0 || E == 0 || K > 12288)
-        return cudaErrorInvalidValue;
-    GemmArgs a = {};
-    a.C = C;
-    a.act = act;
-    a.A = A;
-    a.a_rows = a_rows;
-    a.blocks = blocks;
-    a.scales = scales;
-    a.bias = bias;
-    a.offsets = offsets;
-    a.N = N;
-    a.K = K;
-    a.alpha = alpha;
-    a.limit = limit;
-    a.splits = 1;
-    dim3 grid((N + BN - 1) / BN, max_rows, E);
-    /* rows per expert on average: few, 32-row tiles with more of the weights in flight;
-     * a few dozen (the decode of a large batch), 64-row tiles, which decode each expert's
-     * weights once where 32-row tiles would twice; many, 128-row tiles */
-    uint32_t mean = (pairs + E - 1) / E;
-    if (mean <= FEW_ROWS && N % 16 == 0) /* the weights decoded into fragments: k_moe_gemm.cu */
-        return k_moe_gemm_few(C, act, A, a_rows, blocks, scales, bias, offsets, E, max_rows, mean,
-                              N, K, alpha, limit, s);
-    if (mean <= 24 || max_rows <= 32)
-        return launch<true, false, 32, 64, 6>(a, grid, s);
-    if (mean <= MID_ROWS)
-        return launch<true, false, 64, 64, 4>(a, grid, s);
-    return max_rows <= SMALL_ROWS * E ? launch<true, false, 32, 64, 6>(a, grid, s)
-                                      : launch<true, false, 128, 64, 3>(a, grid, s);
 }

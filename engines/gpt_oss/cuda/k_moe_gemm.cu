@@ -39,13 +39,6 @@ struct MoeArgs {
     float alpha, limit;
 };
 
-static __device__ __forceinline__ float moe_swiglu(float gate, float up, float alpha, float limit)
-{
-    gate = fminf(gate, limit);
-    up = fmaxf(fminf(up, limit), -limit);
-    return (up + 1.0f) * (gate / (1.0f + __expf(-alpha * gate)));
-}
-
 template <int TN, int ST>
 __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
 {
@@ -151,7 +144,7 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
             if (p.act) { /* (gate, up) = (even, odd) features: the odd one is lane + 4's */
                 float up = __shfl_xor_sync(0xffffffffu, v, 4);
                 if (!(g & 1) && n < N && m < rows)
-                    p.act[((size_t)slot0 + m) * (N / 2) + n / 2] = to_f16(moe_swiglu(v, up, p.alpha, p.limit));
+                    p.act[((size_t)slot0 + m) * (N / 2) + n / 2] = to_f16(clamped_swiglu(v, up, p.alpha, p.limit));
             } else if (n < N && m < rows) {
                 p.C[((size_t)slot0 + m) * N + n] = v;
             }

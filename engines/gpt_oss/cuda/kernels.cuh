@@ -189,16 +189,26 @@ size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N);
 /* The experts' products, grouped: for expert e, the slots offsets[e]..offsets[e+1],
  * whose A rows are A[a_rows[slot]] (or A[slot] when a_rows is NULL), times expert e's
  * MXFP4 matrix [N][K] (blocks + e * N * K/2, scales + e * N * K/32), plus its bias
- * (bias + e * N).  MXFP4 tiles are decoded into shared memory as f16, never to
+ * (bias + e * N).  MXFP4 is decoded on chip (shared memory or registers), never to
  * global memory.  Either C fp32 [slots][N], or, with act, the clamped SwiGLU of each
  * (gate, up) column pair: act f16 [slots][N/2].  max_rows bounds every expert's slots
  * (the grid is sized by it; blocks past an expert's count exit at once); pairs is the
- * slots in all (offsets[E]), whose mean per expert picks the tile's rows. */
+ * slots in all (offsets[E]), whose mean per expert picks the tile's rows
+ * (k_gemm_mxfp4.cu).  K % 64 == 0, N % 8 == 0. */
 cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
                                  const uint8_t *blocks, const uint8_t *scales, const float *bias,
                                  const uint32_t *offsets, uint32_t E, uint32_t max_rows,
                                  uint32_t pairs, uint32_t N, uint32_t K, float alpha, float limit,
                                  cudaStream_t s);
+/* The same with the tile named instead of chosen (for the kernel check and the step
+ * bench): tile 16 is k_moe_gemm_few, 32, 64 and 128 the rows of a block's tile, 0 the
+ * choice k_gemm_mxfp4_grouped makes.  Another value is cudaErrorInvalidValue. */
+cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f16 *A,
+                                      const int32_t *a_rows, const uint8_t *blocks,
+                                      const uint8_t *scales, const float *bias,
+                                      const uint32_t *offsets, uint32_t E, uint32_t max_rows,
+                                      uint32_t pairs, uint32_t N, uint32_t K, float alpha,
+                                      float limit, cudaStream_t s);
 /* The same products where the experts have few rows each (mean: the slots' mean per
  * expert, at most about 12), the weights decoded straight into the tensor cores'
  * fragments (k_moe_gemm.cu); k_gemm_mxfp4_grouped calls it when that pays.  N % 16 == 0,
