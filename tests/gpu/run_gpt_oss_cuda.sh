@@ -35,16 +35,18 @@ summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
 # start_node TAG MODEL_SUBDIR NAME OPTIONS: a node serving $models/MODEL_SUBDIR as NAME
-# (logs in TAG-node.log); sets node (its pid) and url.
+# (logs in TAG-node.log), run under $NODE_WRAP when set (e.g. compute-sanitizer); sets
+# node (its pid) and url.
 start_node() {
   local data port=
   data=$(mktemp -d /tmp/llmr-node-XXXXXX)
   mkdir -p "$data/models"
   ln -s "$models/$2" "$data/models/$3"
-  LLMR_DATA_DIR="$data" "$llmr" node --host 127.0.0.1 --port 0 --engine-options "$4" \
+  # shellcheck disable=SC2086
+  LLMR_DATA_DIR="$data" ${NODE_WRAP:-} "$llmr" node --host 127.0.0.1 --port 0 --engine-options "$4" \
     >"$out/$1-node.log" 2>&1 &
   node=$!
-  for _ in $(seq 300); do
+  for _ in $(seq 1200); do
     port=$(cat "$data/run/http.port" 2>/dev/null)
     [[ $port =~ ^[0-9]+$ ]] && break
     port=
@@ -96,6 +98,24 @@ for step in $steps; do
           >"$out/sanitize-$tool-run.log" 2>&1
         rc2=$?
         note "compute-sanitizer $tool: logits rc $rc1, run rc $rc2; $(grep -h 'ERROR SUMMARY' "$out"/sanitize-$tool-*.log | tr '\n' ' ')"
+        # a batch of several sequences, paged: six requests of different lengths at once
+        # to a node whose worker runs under the tool
+        NODE_WRAP="compute-sanitizer --tool $tool --target-processes all" \
+          start_node "sanitize-$tool-batch" tiny tiny '{}' || continue
+        for n in 1 2 3 4 5 6; do
+          p=$(seq $((1000 + n)) 53 $((1000 + n * 700)) | head -$((n * 40)) | paste -sd,)
+          LD_LIBRARY_PATH= curl -s -m 300 "$url/v1/completions" -H 'Content-Type: application/json' \
+            -d "{\"model\":\"tiny\",\"prompt\":[$p],\"max_tokens\":$((n * 9)),\"temperature\":0.7}" \
+            >"$out/sanitize-$tool-batch-$n.json" &
+        done
+        # shellcheck disable=SC2046
+        wait $(jobs -p | grep -v "^$node\$") 2>/dev/null
+        answered=$(grep -l '"choices"' "$out"/sanitize-$tool-batch-*.json 2>/dev/null | wc -l)
+        kill -INT "$node" 2>/dev/null # the node stops its worker, which exits and is reported
+        for _ in $(seq 120); do kill -0 "$node" 2>/dev/null || break; sleep 0.5; done
+        kill -KILL "$node" 2>/dev/null
+        wait "$node" 2>/dev/null
+        note "compute-sanitizer $tool, 6 requests at once through a node: $answered answered; $(grep -h 'ERROR SUMMARY' "$out/sanitize-$tool-batch-node.log" | tr '\n' ' ')"
       done
       ;;
     bench)
