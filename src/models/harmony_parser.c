@@ -84,9 +84,16 @@ static void read_header(const llmr_harmony_parser *p, const char **to, size_t *t
         while (s < end && (is_space(*s) || *s == '<' || *s == '|' || *s == '>'))
             s++;
         size_t n = word_len(s, end);
-        if (word_is(s, n, "analysis") || word_is(s, n, "final") || word_is(s, n, "commentary")) {
-            *channel = s;
-            *channel_len = n;
+        /* the role's text runs into the channel's without a <|channel|> between */
+        const char *w = s;
+        size_t wn = n;
+        if (wn > 9 && memcmp(w, "assistant", 9) == 0) {
+            w += 9;
+            wn -= 9;
+        }
+        if (word_is(w, wn, "analysis") || word_is(w, wn, "final") || word_is(w, wn, "commentary")) {
+            *channel = w;
+            *channel_len = wn;
             return;
         }
         if (n == 0 && s < end)
@@ -134,6 +141,16 @@ static void close_body(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void *
     p->state = ST_BETWEEN;
 }
 
+/* Whether the header holds the spelling of special token sp. */
+static bool has_spelled(const llmr_harmony_parser *p, int sp)
+{
+    size_t l = strlen(spelled[sp]);
+    for (size_t i = 0; i + l <= p->header_len; i++)
+        if (memcmp(p->header + i, spelled[sp], l) == 0)
+            return true;
+    return false;
+}
+
 /* Header text that was not a header after all (no <|message|> came, or too long): it
  * is the answer. */
 static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void *user)
@@ -141,7 +158,10 @@ static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit,
     const char *to, *ch;
     size_t to_len, ch_len;
     read_header(p, &to, &to_len, &ch, &ch_len);
-    bool looks_like_header = to_len || ch_len || memchr(p->header, '<', p->header_len);
+    /* a recipient, or a <|channel|> or <|constrain|> (the only special tokens a header
+     * keeps as text): a header cut short.  A channel's name alone, or a '<', may well
+     * be a word of a plain answer. */
+    bool looks_like_header = to_len || has_spelled(p, SP_CHANNEL) || has_spelled(p, SP_CONSTRAIN);
     size_t n = p->header_len;
     p->header_len = 0;
     if (looks_like_header || !n)

@@ -182,6 +182,12 @@ TEST(a_channel_name_without_its_special_token)
     fields f = run_all_splits(s);
     CHECK_EQ_STR(f.reasoning, "thinking");
     CHECK_EQ_STR(f.content, "done");
+    /* the role's text and the channel's run together: "assistantanalysis" */
+    const char *t[] = {"#S", "assistant", "#S", "assistant", "analysis", "#M", "why", "#E", "#S", "assistant",
+                       "final", "#M", "so", "#R", NULL};
+    f = run_all_splits(t);
+    CHECK_EQ_STR(f.reasoning, "why");
+    CHECK_EQ_STR(f.content, "so");
 }
 
 TEST(special_tokens_spelled_out_in_text)
@@ -222,6 +228,21 @@ TEST(an_answer_without_any_header)
     CHECK_EQ_STR(f.content, "okplain text after the end");
 }
 
+TEST(a_plain_answer_may_hold_angle_brackets_and_channel_words)
+{
+    const char *s[] = {"Hello <b>friend</b>! 3 < 4, the final word.", "#R", NULL};
+    fields f = run_all_splits(s);
+    CHECK_EQ_STR(f.content, "Hello <b>friend</b>! 3 < 4, the final word.");
+    const char *t[] = {"x <|y and analysis", NULL};
+    f = run_all_splits(t);
+    CHECK_EQ_STR(f.content, "x <|y and analysis");
+    /* a header cut short is no answer */
+    const char *u[] = {"#C", "commentary to=functions.f", NULL};
+    f = run_all_splits(u);
+    CHECK_EQ_STR(f.content, "");
+    CHECK_EQ_INT(f.calls, 0);
+}
+
 TEST(a_header_too_long_to_be_one_is_the_answer)
 {
     static char big[600];
@@ -241,6 +262,7 @@ int main(void)
     RUN(a_channel_name_without_its_special_token);
     RUN(special_tokens_spelled_out_in_text);
     RUN(a_call_whose_call_token_never_comes);
+    RUN(a_plain_answer_may_hold_angle_brackets_and_channel_words);
     RUN(repeated_start_and_missing_end);
     RUN(an_answer_without_any_header);
     RUN(a_header_too_long_to_be_one_is_the_answer);
