@@ -2,6 +2,7 @@
 #include "node/node_harmony.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct llmr_node_harmony {
     llmr_harmony_parser parser;
@@ -62,18 +63,33 @@ static void on_piece(void *user, llmr_harmony_kind kind, const char *text, size_
     json_decref(delta);
 }
 
-static bool is_special(const llmr_harmony_ids *ids, int32_t id)
+/* The spelling of a harmony special token id, or NULL when id is none of them. */
+static const char *special_text(const llmr_harmony_ids *ids, int32_t id)
 {
-    return id >= 0 && (id == ids->start || id == ids->end || id == ids->message ||
-                       id == ids->channel || id == ids->constrain || id == ids->ret ||
-                       id == ids->call);
+    const struct {
+        int32_t id;
+        const char *text;
+    } all[] = {{ids->start, "<|start|>"},     {ids->end, "<|end|>"},
+               {ids->message, "<|message|>"}, {ids->channel, "<|channel|>"},
+               {ids->constrain, "<|constrain|>"}, {ids->ret, "<|return|>"},
+               {ids->call, "<|call|>"}};
+    for (size_t i = 0; id >= 0 && i < sizeof all / sizeof all[0]; i++)
+        if (all[i].id == id)
+            return all[i].text;
+    return NULL;
 }
 
 void llmr_node_harmony_feed(llmr_node_harmony *h, int32_t id, const char *text, size_t len,
                             json_t *deltas)
 {
     sink s = {h->answer, deltas};
-    if (len && (id < 0 || is_special(&h->parser.ids, id))) {
+    const char *spelled = special_text(&h->parser.ids, id);
+    if (spelled) { /* an engine that writes special tokens' text: the id says it */
+        size_t n = strlen(spelled);
+        if (len >= n && memcmp(text + len - n, spelled, n) == 0)
+            len -= n;
+    }
+    if (len && (id < 0 || spelled)) {
         llmr_harmony_feed(&h->parser, -1, text, len, on_piece, &s);
         len = 0;
     }

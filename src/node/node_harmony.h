@@ -21,10 +21,10 @@ llmr_node_harmony *llmr_node_harmony_new(const llmr_harmony_ids *ids,
 void llmr_node_harmony_free(llmr_node_harmony *h);
 
 /* One event of the engine: a token (id >= 0) with its text, or text alone (id < 0:
- * text the detokenizer held back).  A special token's text (empty when the engine
- * leaves special tokens out) may carry text held back from the tokens before it,
- * which goes in first.  The deltas it makes are appended to deltas (NULL: not a
- * stream). */
+ * text the detokenizer held back).  A harmony special token's text is empty when the
+ * engine leaves special tokens out, or ends in the token's spelling (dropped: the id
+ * says it); text before that was held back from the tokens before it, and goes in
+ * first.  The deltas it makes are appended to deltas (NULL: not a stream). */
 void llmr_node_harmony_feed(llmr_node_harmony *h, int32_t id, const char *text, size_t len,
                             json_t *deltas);
 /* The generation ended: what the parser held back comes out, an open call ends. */
