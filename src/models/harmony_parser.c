@@ -196,9 +196,33 @@ static void header_append(llmr_harmony_parser *p, const char *s, size_t n,
      * dropped and what follows starts again */
     memcpy(p->header + p->header_len, s, take);
     p->header_len += take;
+    /* a UTF-8 character the limit would cut goes with what follows, so that every
+     * piece emitted is whole characters (a stream's pieces are sent one by one) */
+    size_t cut = LLMR_HARMONY_HEADER_MAX;
+    if (((unsigned char)s[take] & 0xC0) == 0x80)
+        while (cut > LLMR_HARMONY_HEADER_MAX - 3 && ((unsigned char)p->header[cut - 1] & 0xC0) == 0x80)
+            cut--;
+    if (((unsigned char)s[take] & 0xC0) == 0x80 && (unsigned char)p->header[cut - 1] >= 0xC0)
+        cut--; /* the lead byte of the character cut */
+    else
+        cut = LLMR_HARMONY_HEADER_MAX;
+    /* the cut character whole: its bytes in the header, then the rest of them */
+    char whole[8];
+    size_t have = LLMR_HARMONY_HEADER_MAX - cut, more = 0;
+    memcpy(whole, p->header + cut, have);
+    if (have) {
+        unsigned char lead = (unsigned char)whole[0];
+        size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        more = len > have ? len - have : 0;
+        if (more > n - take)
+            more = n - take;
+        memcpy(whole + have, s + take, more);
+    }
+    p->header_len = cut;
     header_as_content(p, emit, user);
     p->header_len = 0;
-    on_text(p, s + take, n - take, emit, user);
+    on_text(p, whole, have + more, emit, user);
+    on_text(p, s + take + more, n - take - more, emit, user);
 }
 
 /* ---- tokens ---------------------------------------------------------------------------- */
@@ -220,6 +244,13 @@ static void on_special(llmr_harmony_parser *p, int sp, llmr_harmony_emit_fn emit
             p->header_len = 0;
         }
         p->state = ST_HEADER;
+        if (p->header_len + strlen(spelled[sp]) > LLMR_HARMONY_HEADER_MAX) {
+            /* no header is this long: what came before was none, and the token
+             * starts one (its spelling is never text) */
+            header_as_content(p, emit, user);
+            p->header_len = 0;
+            p->state = ST_HEADER;
+        }
         header_append(p, spelled[sp], strlen(spelled[sp]), emit, user);
         break;
     case SP_MESSAGE:
