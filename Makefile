@@ -37,7 +37,7 @@ build: deps-run llama-cpp dashboard
 	  || { cat $(BUILD).configure.log; exit 1; }
 	@grep '^-- llmr:\|^phase' $(BUILD).configure.log || true
 	@scripts/timed.sh compile cmake --build $(BUILD) -j $(JOBS)
-	@scripts/timed.sh tokenizer scripts/fetch-gpt-oss-tokenizer.sh $(BUILD)/data/gpt-oss || true
+	@scripts/timed.sh tokenizer scripts/fetch-gpt-oss-tokenizer.sh $(BUILD)/data/gpt-oss $(BUILD)/llama.cpp/src || true
 
 # The dashboard's web app, built from pinned npm packages into $(BUILD)/dashboard, which
 # the build embeds in llmr (scripts/build-dashboard.sh).
@@ -58,7 +58,7 @@ asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMR_SANITIZE=ON -DLLMR_CUDA=OFF > build-asan.configure.log 2>&1 \
 	  || { cat build-asan.configure.log; exit 1; }
 	@cmake --build build-asan -j $(JOBS)
-	@scripts/fetch-gpt-oss-tokenizer.sh build-asan/data/gpt-oss || true
+	@scripts/fetch-gpt-oss-tokenizer.sh build-asan/data/gpt-oss build-asan/llama.cpp/src || true
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 

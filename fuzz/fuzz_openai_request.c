@@ -2,7 +2,9 @@
  * parser: chat completions, completions, or a model-sync manifest (the router's); the
  * rest is the body.  A refusal must carry a 4xx status and a message; an accepted
  * chat request has messages, an accepted completion a prompt; the response builders
- * take whatever was accepted. */
+ * take whatever was accepted; what a chat template is given (llmr_oai_template_input)
+ * is built for any accepted chat, in harmony's shape too: one call per assistant
+ * message, no null content, no tools under tool_choice "none". */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,6 +14,31 @@
 #include "openai/openai_api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_template_input(const llmr_oai_request *r)
+{
+    for (int harmony = 0; harmony < 2; harmony++) {
+        json_t *m, *t;
+        llmr_oai_error e;
+        if (!llmr_oai_template_input(r, harmony, &m, &t, &e))
+            continue; /* out of memory */
+        if (!json_is_array(m) || (t && !json_is_array(t)))
+            __builtin_trap();
+        if (harmony && r->tool_choice == LLMR_OAI_TOOL_NONE && t)
+            __builtin_trap();
+        size_t i;
+        json_t *msg;
+        json_array_foreach(m, i, msg) {
+            json_t *calls = json_object_get(msg, "tool_calls");
+            if (harmony && (json_is_null(json_object_get(msg, "content")) && json_object_get(msg, "tool_calls")))
+                __builtin_trap();
+            if (harmony && calls && json_array_size(calls) != 1)
+                __builtin_trap();
+        }
+        json_decref(m);
+        json_decref(t);
+    }
+}
 
 static void check_request(llmr_oai_kind kind, const char *body, size_t len)
 {
@@ -30,6 +57,8 @@ static void check_request(llmr_oai_kind kind, const char *body, size_t len)
     if (!r.model || (kind == LLMR_OAI_CHAT && !json_is_array(r.messages)) ||
         (kind == LLMR_OAI_COMPLETION && !r.prompt && !r.prompt_ids) || r.stop_count > LLMR_OAI_MAX_STOP)
         __builtin_trap();
+    if (kind == LLMR_OAI_CHAT)
+        check_template_input(&r);
     llmr_oai_usage u = {1, 2};
     json_t *resp = kind == LLMR_OAI_CHAT
                        ? llmr_oai_chat_response("id", r.model, 0, body, len, "stop", &u, NULL)

@@ -187,6 +187,18 @@ int main(int argc, char **argv)
                   "\"stream\": true, \"stream_options\": {\"include_usage\": true}, \"max_tokens\": 9, "
                   "\"temperature\": 0.5, \"top_p\": 0.9, \"stop\": [\"a\", \"b\"], \"seed\": -3, "
                   "\"logprobs\": true, \"top_logprobs\": 2, \"chat_template_kwargs\": {\"x\": 1}}");
+    seed_with_kind(dir, "harmony-chat.bin", 0,
+                  "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"q\"}, "
+                  "{\"role\": \"assistant\", \"content\": null, \"reasoning_content\": \"r\", "
+                  "\"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": "
+                  "\"f\", \"arguments\": \"{\\\"a\\\": 1}\"}}, {\"id\": \"c2\", \"function\": {\"name\": "
+                  "\"g\", \"arguments\": \"x\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"c2\", "
+                  "\"content\": \"2\"}, {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": "
+                  "[{\"type\": \"text\", \"text\": \"1\"}]}], \"tools\": [{\"type\": \"function\", "
+                  "\"function\": {\"name\": \"f\"}}, {\"type\": \"function\", \"function\": {\"name\": "
+                  "\"g\", \"description\": \"G\"}}], \"tool_choice\": {\"type\": \"function\", "
+                  "\"function\": {\"name\": \"g\"}}, \"parallel_tool_calls\": false, "
+                  "\"include_reasoning\": false, \"reasoning_effort\": \"low\"}");
     seed_with_kind(dir, "completion.bin", 1,
                   "{\"model\": \"m\", \"prompt\": [[1, 2, 3]], \"max_tokens\": 4, \"logprobs\": 3, "
                   "\"stop\": \"x\", \"presence_penalty\": 1.5, \"n\": 1}");

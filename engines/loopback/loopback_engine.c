@@ -5,6 +5,13 @@
  * memory reporting, so the node, its workers and the tools can be exercised and
  * measured without a GPU.  Logprobs are synthetic (a fixed function of the id).
  *
+ * A model whose checked config says "mode": "echo_last_user" (models/loopback_config.h)
+ * answers with the prompt's last user message instead: the ids after the last
+ * echo_user_header up to the prompt's last echo_end_id, then echo_return_id unless
+ * they end in one of echo_turn_end_ids, and stops.  (The last end id rather than the
+ * next: a message that spells out a whole harmony answer holds <|end|> tokens of its
+ * own, and the template's <|end|> closing the last message is the prompt's last.)
+ *
  * It links none of llmr's code.  Load options (options_json, all optional):
  *   "token_delay_us": pause before each token (default 0)
  *   "kv_bytes_per_token": bytes of the per-request buffer per token (default 1024)
@@ -65,6 +72,10 @@ struct llmr_engine_model {
     uint64_t token_delay_us;
     uint64_t kv_bytes_per_token;
     uint64_t kv_live;     /* bytes held by running requests */
+    bool echo;            /* mode echo_last_user: the ids below */
+    int32_t echo_header[8], echo_turn_ends[8];
+    size_t echo_header_len, echo_turn_end_len;
+    int32_t echo_end, echo_return;
     struct request *requests;
     bool unloading;
     char error[512];
@@ -174,6 +185,51 @@ static llmr_status estimate(const llmr_engine_model_desc *desc, const llmr_engin
 }
 #endif
 
+/* The ids of the list at "key" of a flat JSON object (the checked config, written
+ * compact by the host): how many, up to max; 0 when it is absent or not a list of
+ * ids. */
+static size_t option_ids(const char *json, const char *key, int32_t *out, size_t max)
+{
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\":[", key);
+    const char *p = json ? strstr(json, quoted) : NULL;
+    if (!p)
+        return 0;
+    p += strlen(quoted);
+    size_t n = 0;
+    while (n < max && *p >= '0' && *p <= '9') {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (v > INT32_MAX)
+            return 0;
+        out[n++] = (int32_t)v;
+        p = end;
+        if (*p == ',')
+            p++;
+    }
+    return *p == ']' ? n : 0;
+}
+
+/* The echo mode's ids from the checked config, when it says echo_last_user. */
+static llmr_status read_echo(llmr_engine_model *m, const char *config)
+{
+    if (!config || !strstr(config, "\"mode\":\"echo_last_user\""))
+        return LLMR_OK;
+    m->echo = true;
+    m->echo_header_len = option_ids(config, "echo_user_header", m->echo_header, 8);
+    m->echo_turn_end_len = option_ids(config, "echo_turn_end_ids", m->echo_turn_ends, 8);
+    uint64_t end = llmr_engine_option_u64(config, "echo_end_id", UINT64_MAX);
+    uint64_t ret = llmr_engine_option_u64(config, "echo_return_id", UINT64_MAX);
+    if (!m->echo_header_len || !m->echo_turn_end_len || end >= m->vocab_size ||
+        ret >= m->vocab_size) {
+        set_thread_error("the echo_last_user loopback model's checked config lacks its ids");
+        return LLMR_MODEL_CORRUPT;
+    }
+    m->echo_end = (int32_t)end;
+    m->echo_return = (int32_t)ret;
+    return LLMR_OK;
+}
+
 static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
                         llmr_engine_model **out)
 {
@@ -201,10 +257,16 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     if (m->max_batch == 0)
         m->max_batch = 1;
     m->token_delay_us = llmr_engine_option_u64(p->options_json, "token_delay_us", 0);
+    if ((st = read_echo(m, desc->checked_config_json)) != LLMR_OK) {
+        pthread_mutex_destroy(&m->lock);
+        pthread_cond_destroy(&m->changed);
+        free(m);
+        return st;
+    }
     m->kv_bytes_per_token = llmr_engine_option_u64(p->options_json, "kv_bytes_per_token", 1024);
     char line[256];
-    snprintf(line, sizeof line, "loaded %s: vocabulary %u, context %u, batch %u", desc->name,
-             m->vocab_size, m->context_length, m->max_batch);
+    snprintf(line, sizeof line, "loaded %s: vocabulary %u, context %u, batch %u%s", desc->name,
+             m->vocab_size, m->context_length, m->max_batch, m->echo ? ", echo_last_user" : "");
     host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
     *out = m;
     return LLMR_OK;
@@ -233,6 +295,8 @@ struct request {
     uint64_t rng;
     int32_t *stop_ids;
     uint32_t stop_id_count;
+    int32_t *echo;         /* echo mode: the answer, echo_len ids */
+    uint32_t echo_len;
     bool logprobs;
     uint32_t top_logprobs;
     void *kv;              /* the request's "KV cache" */
@@ -254,9 +318,11 @@ static uint64_t next_random(uint64_t *state)
     return *state >> 33;
 }
 
-static int32_t next_token(struct request *r)
+static int32_t next_token(struct request *r, uint32_t i)
 {
     const llmr_engine_model *m = r->model;
+    if (m->echo)
+        return r->echo[i];
     int32_t next = m->table[(uint32_t)r->last % m->vocab_size];
     if (r->temperature > 0) /* sampling: a seeded step beside the table's choice */
         next = m->table[(uint32_t)(next + (int32_t)(next_random(&r->rng) % 3)) % m->vocab_size];
@@ -340,7 +406,7 @@ static void *generate_tokens(void *arg)
             finish(r, &ev);
             return NULL;
         }
-        int32_t id = next_token(r);
+        int32_t id = next_token(r, i);
         ev.id = id;
         ev.time_ns = host->now_ns(host->ctx);
         if (r->logprobs)
@@ -357,7 +423,7 @@ static void *generate_tokens(void *arg)
             ev.top_logprobs = top_lp;
         }
         r->last = id;
-        if (is_stop(r, id))
+        if (is_stop(r, id) || (m->echo && i + 1 == r->echo_len))
             ev.finish = LLMR_ENGINE_FINISH_STOP;
         else if (i + 1 >= limit)
             ev.finish = LLMR_ENGINE_FINISH_LENGTH;
@@ -392,6 +458,7 @@ static void *run_request(void *arg)
 
 static void free_request(struct request *r)
 {
+    free(r->echo);
     free(r->stop_ids);
     free(r);
 }
@@ -411,6 +478,42 @@ static void reap(llmr_engine_model *m)
         pthread_mutex_lock(&m->lock);
         free_request(r);
     }
+}
+
+static bool one_of(int32_t id, const int32_t *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* Echo mode: the answer to this prompt (see the top of the file) into r->echo. */
+static bool make_echo(const llmr_engine_model *m, const int32_t *prompt, uint32_t n,
+                      struct request *r)
+{
+    size_t h = m->echo_header_len;
+    uint32_t from = n, to = n;
+    for (uint32_t i = n >= h ? n - (uint32_t)h + 1 : 0; i-- > 0;)
+        if (memcmp(prompt + i, m->echo_header, h * sizeof *prompt) == 0) {
+            from = i + (uint32_t)h;
+            break;
+        }
+    for (uint32_t i = n; i-- > from;)
+        if (prompt[i] == m->echo_end) {
+            to = i;
+            break;
+        }
+    if (to < from)
+        to = from;
+    r->echo = malloc(((size_t)(to - from) + 1) * sizeof *r->echo);
+    if (!r->echo)
+        return false;
+    memcpy(r->echo, prompt + from, (size_t)(to - from) * sizeof *prompt);
+    r->echo_len = to - from;
+    if (!r->echo_len || !one_of(r->echo[r->echo_len - 1], m->echo_turn_ends, m->echo_turn_end_len))
+        r->echo[r->echo_len++] = m->echo_return;
+    return true;
 }
 
 static llmr_status submit(llmr_engine_model *m, const llmr_engine_request_params *p,
@@ -441,10 +544,15 @@ static llmr_status submit(llmr_engine_model *m, const llmr_engine_request_params
     r->top_logprobs = p->top_logprobs > 5 ? 5 : p->top_logprobs;
     r->on_token = on_token;
     r->user = user;
+    if (m->echo && !make_echo(m, p->prompt, p->prompt_len, r)) {
+        free(r);
+        set_model_error(m, "out of memory");
+        return LLMR_OOM_RAM;
+    }
     if (p->stop_id_count) {
         r->stop_ids = malloc(p->stop_id_count * sizeof *r->stop_ids);
         if (!r->stop_ids) {
-            free(r);
+            free_request(r);
             set_model_error(m, "out of memory");
             return LLMR_OOM_RAM;
         }

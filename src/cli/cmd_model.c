@@ -1,6 +1,7 @@
 /* `llmr model synth`: writes a synthetic snapshot of a preset.  The options are
- * read here; the work is models/synth.c (gpt-oss presets) and
- * models/loopback_model.c (the loopback preset). */
+ * read here; the work is models/synth.c (gpt-oss presets),
+ * models/loopback_model.c (the loopback preset) and models/echo_model.c (the
+ * gpt-oss-echo preset). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "common/fs_util.h"
+#include "models/echo_model.h"
 #include "models/gpt_oss_preset.h"
 #include "models/loopback_model.h"
 #include "models/synth.h"
@@ -32,13 +34,18 @@ static void help(FILE *out)
             "  --preset NAME         one of:");
     for (const char *const *p = llmr_gpt_oss_preset_names; *p; p++)
         fprintf(out, " %s", *p);
-    fprintf(out, " loopback\n"
+    fprintf(out, " loopback " LLMR_ECHO_PRESET "\n"
                  "                        (gpt-oss-120b: 36 layers, 128 experts, 65 GB;\n"
                  "                        -2l: the model's widths, two layers;\n"
                  "                        gpt-oss-tiny: small widths, the real vocabulary;\n"
                  "                        loopback: a test model the loopback engine runs,\n"
                  "                        with real data and its own tokenizer; for trying a\n"
-                 "                        node without a GPU)\n"
+                 "                        node without a GPU;\n"
+                 "                        " LLMR_ECHO_PRESET ": a loopback model with gpt-oss's\n"
+                 "                        tokenizer and chat template that answers a chat\n"
+                 "                        with the last user message, special tokens and\n"
+                 "                        all, then <|return|>: for testing harmony answers;\n"
+                 "                        it needs tokenizer.json and chat_template.jinja)\n"
                  "  --fill random|zeros|sparse\n"
                  "                        random (default): weights with a trained model's\n"
                  "                        scales (normal linear weights of sigma 1/sqrt(in),\n"
@@ -59,7 +66,8 @@ static void help(FILE *out)
                  "                        data/gpt-oss beside the llmr binary (where make\n"
                  "                        fetches gpt-oss's tokenizer) and ../data/gpt-oss.\n"
                  "                        Without a chat_template.jinja there, a stand-in\n"
-                 "                        harmony template is written\n"
+                 "                        harmony template is written (" LLMR_ECHO_PRESET "\n"
+                 "                        needs gpt-oss's own)\n"
                  "  --max-shard-bytes N   start a new shard past N bytes (default 5000000000)\n");
 }
 
@@ -89,6 +97,51 @@ static bool exe_dir(char *buf, size_t size)
         return false;
     *slash = '\0';
     return true;
+}
+
+/* The gpt-oss-echo preset: the tokenizer files from --tokenizer-from, else the first
+ * directory of the search (as for the gpt-oss presets) that holds tokenizer.json. */
+static llmr_status write_echo(const llmr_synth_options *o, llmr_strbuf *err)
+{
+    if (o->tokenizer_from)
+        return llmr_echo_model_write(o->out_dir, o->tokenizer_from, err);
+    char *search[3] = {NULL, NULL, NULL};
+    size_t k = 0;
+    const char *env = getenv(TOKENIZER_ENV);
+    if (env && *env)
+        search[k++] = strdup(env);
+    char dir[PATH_MAX];
+    if (exe_dir(dir, sizeof dir)) {
+        search[k++] = llmr_path_join(dir, "data/gpt-oss");
+        search[k++] = llmr_path_join(dir, "../data/gpt-oss");
+    }
+    llmr_status st = LLMR_NOT_FOUND;
+    const char *found = NULL;
+    for (size_t j = 0; j < k && !found; j++) {
+        char *tj = search[j] ? llmr_path_join(search[j], "tokenizer.json") : NULL;
+        if (tj && access(tj, R_OK) == 0)
+            found = search[j];
+        free(tj);
+    }
+    if (found) {
+        st = llmr_echo_model_write(o->out_dir, found, err);
+        if (st == LLMR_NOT_FOUND)
+            llmr_strbuf_puts(err, "; pass --tokenizer-from DIR, a directory with both (make puts "
+                                  "gpt-oss's chat template beside the tokenizer when it builds "
+                                  "llama.cpp, whose source carries it)");
+    } else {
+        llmr_strbuf_puts(err, "no gpt-oss tokenizer found: looked for tokenizer.json in");
+        for (size_t j = 0; j < k; j++)
+            llmr_strbuf_printf(err, "%s %s", j ? "," : "", search[j] ? search[j] : "?");
+        if (!k)
+            llmr_strbuf_puts(err, " (nowhere)");
+        llmr_strbuf_printf(err, "; pass --tokenizer-from DIR, a directory with gpt-oss's "
+                                "tokenizer.json and chat_template.jinja (or set $%s)",
+                           TOKENIZER_ENV);
+    }
+    for (size_t j = 0; j < k; j++)
+        free(search[j]);
+    return st;
 }
 
 static int synth(int argc, char **argv)
@@ -155,6 +208,14 @@ static int synth(int argc, char **argv)
         if (st == LLMR_OK) {
             fprintf(stderr, "wrote %s (preset loopback: vocabulary %u, context %u)\n", o.out_dir,
                     lo.vocab_size, lo.context_length);
+            llmr_strbuf_free(&err);
+            return LLMR_EXIT_OK;
+        }
+    } else if (strcmp(o.preset, LLMR_ECHO_PRESET) == 0) {
+        st = write_echo(&o, &err);
+        if (st == LLMR_OK) {
+            fprintf(stderr, "wrote %s (preset %s: the loopback engine answers a chat with "
+                            "its last user message)\n", o.out_dir, o.preset);
             llmr_strbuf_free(&err);
             return LLMR_EXIT_OK;
         }

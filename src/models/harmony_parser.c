@@ -84,9 +84,16 @@ static void read_header(const llmr_harmony_parser *p, const char **to, size_t *t
         while (s < end && (is_space(*s) || *s == '<' || *s == '|' || *s == '>'))
             s++;
         size_t n = word_len(s, end);
-        if (word_is(s, n, "analysis") || word_is(s, n, "final") || word_is(s, n, "commentary")) {
-            *channel = s;
-            *channel_len = n;
+        /* the role's text runs into the channel's without a <|channel|> between */
+        const char *w = s;
+        size_t wn = n;
+        if (wn > 9 && memcmp(w, "assistant", 9) == 0) {
+            w += 9;
+            wn -= 9;
+        }
+        if (word_is(w, wn, "analysis") || word_is(w, wn, "final") || word_is(w, wn, "commentary")) {
+            *channel = w;
+            *channel_len = wn;
             return;
         }
         if (n == 0 && s < end)
@@ -134,6 +141,16 @@ static void close_body(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void *
     p->state = ST_BETWEEN;
 }
 
+/* Whether the header holds the spelling of special token sp. */
+static bool has_spelled(const llmr_harmony_parser *p, int sp)
+{
+    size_t l = strlen(spelled[sp]);
+    for (size_t i = 0; i + l <= p->header_len; i++)
+        if (memcmp(p->header + i, spelled[sp], l) == 0)
+            return true;
+    return false;
+}
+
 /* Header text that was not a header after all (no <|message|> came, or too long): it
  * is the answer. */
 static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void *user)
@@ -141,7 +158,10 @@ static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit,
     const char *to, *ch;
     size_t to_len, ch_len;
     read_header(p, &to, &to_len, &ch, &ch_len);
-    bool looks_like_header = to_len || ch_len || memchr(p->header, '<', p->header_len);
+    /* a recipient, or a <|channel|> or <|constrain|> (the only special tokens a header
+     * keeps as text): a header cut short.  A channel's name alone, or a '<', may well
+     * be a word of a plain answer. */
+    bool looks_like_header = to_len || has_spelled(p, SP_CHANNEL) || has_spelled(p, SP_CONSTRAIN);
     size_t n = p->header_len;
     p->header_len = 0;
     if (looks_like_header || !n)
@@ -176,9 +196,33 @@ static void header_append(llmr_harmony_parser *p, const char *s, size_t n,
      * dropped and what follows starts again */
     memcpy(p->header + p->header_len, s, take);
     p->header_len += take;
+    /* a UTF-8 character the limit would cut goes with what follows, so that every
+     * piece emitted is whole characters (a stream's pieces are sent one by one) */
+    size_t cut = LLMR_HARMONY_HEADER_MAX;
+    if (((unsigned char)s[take] & 0xC0) == 0x80)
+        while (cut > LLMR_HARMONY_HEADER_MAX - 3 && ((unsigned char)p->header[cut - 1] & 0xC0) == 0x80)
+            cut--;
+    if (((unsigned char)s[take] & 0xC0) == 0x80 && (unsigned char)p->header[cut - 1] >= 0xC0)
+        cut--; /* the lead byte of the character cut */
+    else
+        cut = LLMR_HARMONY_HEADER_MAX;
+    /* the cut character whole: its bytes in the header, then the rest of them */
+    char whole[8];
+    size_t have = LLMR_HARMONY_HEADER_MAX - cut, more = 0;
+    memcpy(whole, p->header + cut, have);
+    if (have) {
+        unsigned char lead = (unsigned char)whole[0];
+        size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        more = len > have ? len - have : 0;
+        if (more > n - take)
+            more = n - take;
+        memcpy(whole + have, s + take, more);
+    }
+    p->header_len = cut;
     header_as_content(p, emit, user);
     p->header_len = 0;
-    on_text(p, s + take, n - take, emit, user);
+    on_text(p, whole, have + more, emit, user);
+    on_text(p, s + take + more, n - take - more, emit, user);
 }
 
 /* ---- tokens ---------------------------------------------------------------------------- */
@@ -200,6 +244,13 @@ static void on_special(llmr_harmony_parser *p, int sp, llmr_harmony_emit_fn emit
             p->header_len = 0;
         }
         p->state = ST_HEADER;
+        if (p->header_len + strlen(spelled[sp]) > LLMR_HARMONY_HEADER_MAX) {
+            /* no header is this long: what came before was none, and the token
+             * starts one (its spelling is never text) */
+            header_as_content(p, emit, user);
+            p->header_len = 0;
+            p->state = ST_HEADER;
+        }
         header_append(p, spelled[sp], strlen(spelled[sp]), emit, user);
         break;
     case SP_MESSAGE:

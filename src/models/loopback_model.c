@@ -84,6 +84,23 @@ static json_t *tokenizer_json(uint32_t vocab_size)
     return root;
 }
 
+static json_t *ids_json(const uint32_t *ids, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+/* config.json's "llmr_loopback" object of the echo mode (models/loopback_config.h). */
+static json_t *echo_json(const llmr_loopback_echo *e)
+{
+    return json_pack("{s:s, s:o, s:i, s:i, s:o}", "mode", "echo_last_user", "user_header",
+                     ids_json(e->user_header, e->user_header_len), "end_id", (int)e->end_id,
+                     "return_id", (int)e->return_id, "turn_end_ids",
+                     ids_json(e->turn_end_ids, e->turn_end_len));
+}
+
 static llmr_status write_json(const char *dir, const char *name, json_t *value, llmr_strbuf *err)
 {
     char *path = llmr_path_join(dir, name);
@@ -115,9 +132,14 @@ llmr_status llmr_loopback_model_write(const char *dir, const llmr_loopback_model
                                LLMR_LOOPBACK_MODEL_TYPE, "architectures",
                                LLMR_LOOPBACK_ARCHITECTURE, "vocab_size", (int)o->vocab_size,
                                "max_position_embeddings", (int)o->context_length,
-                               "eos_token_id", (int)(o->vocab_size - 1));
+                               "eos_token_id",
+                               (int)(o->echo ? o->echo->return_id : o->vocab_size - 1));
+    if (config && o->echo && json_object_set_new(config, "llmr_loopback", echo_json(o->echo)) != 0) {
+        json_decref(config);
+        config = NULL;
+    }
     st = write_json(dir, "config.json", config, err);
-    if (st == LLMR_OK)
+    if (st == LLMR_OK && !o->no_tokenizer)
         st = write_json(dir, "tokenizer.json", tokenizer_json(o->vocab_size), err);
     if (st == LLMR_OK) {
         llmr_st_write_tensor t = {LLMR_LOOPBACK_TABLE, LLMR_DTYPE_I32, 1, {o->vocab_size}};

@@ -1,7 +1,8 @@
 /* The node's HTTP API: see node_http.h.  Routing, the OpenAI endpoints on the engine
  * host, /v1/models, /health and /metrics.  A generation is a `gen`: the handler builds
  * it and submits it; the engine host's events fill it (a whole response) or stream it
- * out as Server-Sent Events. */
+ * out as Server-Sent Events.  A chat of a harmony model (node_prompt.h) goes through
+ * node_harmony.h: reasoning, answer and tool calls apart, as OpenAI's fields. */
 #include "node/node_http.h"
 
 #include <pthread.h>
@@ -11,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "node/node_harmony.h"
 #include "node/node_metrics.h"
 #include "node/node_prompt.h"
 #include "openai/openai_api.h"
@@ -188,6 +190,8 @@ struct gen {
                                  the stream ended before the client left) */
     bool sent_first;
     llmr_strbuf text;         /* the whole text (non-streamed) */
+    llmr_node_harmony *harmony; /* a harmony model's chat, or NULL */
+    json_t *lp_pending;       /* harmony stream: logprobs of tokens not sent yet */
     json_t *lp;               /* chat: the logprobs content array; completions: unused */
     json_t *lp_tokens;        /* completions: [llmr_oai_token_logprob as JSON] kept for the end */
     size_t text_offset;
@@ -222,6 +226,8 @@ static void gen_unref(gen *g)
     if (!last)
         return;
     llmr_strbuf_free(&g->text);
+    llmr_node_harmony_free(g->harmony);
+    json_decref(g->lp_pending);
     json_decref(g->lp);
     json_decref(g->lp_tokens);
     free(g->message);
@@ -299,6 +305,50 @@ static void stream_token(gen *g, const llmr_gen_event *ev, json_t *lp)
     }
 }
 
+/* A harmony stream's deltas, one chunk each: the first names the role; each carries
+ * the logprobs of the tokens since the last chunk. */
+static void send_deltas(gen *g, json_t *deltas)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(deltas, i, d)
+    {
+        json_t *delta = json_incref(d);
+        if (!g->sent_first) { /* the role first, as OpenAI orders it */
+            json_decref(delta);
+            delta = json_pack("{s:s}", "role", "assistant");
+            if (delta)
+                json_object_update(delta, d);
+            g->sent_first = true;
+        }
+        json_t *lp = NULL;
+        if (json_array_size(g->lp_pending)) {
+            lp = g->lp_pending;
+            g->lp_pending = json_array();
+        }
+        send_chunk(g, llmr_oai_chat_delta_chunk(g->id, g->model, g->created, delta, NULL, lp,
+                                                g->include_usage));
+    }
+}
+
+/* A harmony model's token: through the parser into the answer, and streamed. */
+static void harmony_token(gen *g, const llmr_gen_event *ev, json_t *lp)
+{
+    json_t *deltas = g->stream ? json_array() : NULL;
+    llmr_node_harmony_feed(g->harmony, ev->id, ev->text, ev->text_len, deltas);
+    if (lp)
+        json_array_append_new(g->stream ? g->lp_pending : g->lp, lp);
+    if (g->stream)
+        send_deltas(g, deltas);
+    json_decref(deltas);
+}
+
+static const char *harmony_finish_reason(const gen *g)
+{
+    return llmr_oai_answer_finish_reason(llmr_node_harmony_answer(g->harmony),
+                                         g->finish == LLMR_ENGINE_FINISH_LENGTH);
+}
+
 static void stream_end(gen *g)
 {
     if (g->status != LLMR_OK && g->status != LLMR_CANCELLED) {
@@ -306,7 +356,14 @@ static void stream_end(gen *g)
         error_from_status(&e, g->status, g->message);
         send_chunk(g, llmr_oai_error_json(&e));
     } else if (g->status == LLMR_OK) {
-        if (g->kind == LLMR_OAI_CHAT) {
+        if (g->harmony) {
+            if (!g->sent_first)
+                send_chunk(g, llmr_oai_chat_chunk(g->id, g->model, g->created, true, "", 0, NULL, NULL,
+                                                  g->include_usage));
+            json_t *lp = json_array_size(g->lp_pending) ? json_incref(g->lp_pending) : NULL;
+            send_chunk(g, llmr_oai_chat_delta_chunk(g->id, g->model, g->created, NULL, harmony_finish_reason(g),
+                                                    lp, g->include_usage));
+        } else if (g->kind == LLMR_OAI_CHAT) {
             if (!g->sent_first)
                 send_chunk(g, llmr_oai_chat_chunk(g->id, g->model, g->created, true, "", 0, NULL, NULL,
                                                   g->include_usage));
@@ -355,7 +412,9 @@ static void on_event(void *user, const llmr_gen_event *ev)
             llmr_node_metrics_per_token(&g->n->metrics, (double)(now - g->last_ns) / 1e9);
         g->last_ns = now;
         json_t *lp = g->logprobs ? event_logprob(g, ev) : NULL;
-        if (g->stream) {
+        if (g->harmony) {
+            harmony_token(g, ev, lp);
+        } else if (g->stream) {
             stream_token(g, ev, lp);
         } else {
             llmr_strbuf_append(&g->text, ev->text ? ev->text : "", ev->text_len);
@@ -364,7 +423,9 @@ static void on_event(void *user, const llmr_gen_event *ev)
         }
         g->text_offset += llmr_oai_text_chars(ev->text ? ev->text : "", ev->text_len);
     } else if (ev->text_len) { /* text the detokenizer held back, flushed at the end */
-        if (g->stream)
+        if (g->harmony)
+            harmony_token(g, ev, NULL);
+        else if (g->stream)
             stream_token(g, ev, NULL);
         else
             llmr_strbuf_append(&g->text, ev->text, ev->text_len);
@@ -375,6 +436,13 @@ static void on_event(void *user, const llmr_gen_event *ev)
         return;
     g->finish = ev->finish;
     g->status = ev->status;
+    if (g->harmony) {
+        json_t *deltas = g->stream ? json_array() : NULL;
+        llmr_node_harmony_finish(g->harmony, deltas);
+        if (g->stream && ev->status == LLMR_OK)
+            send_deltas(g, deltas);
+        json_decref(deltas);
+    }
     g->message = ev->message ? strdup(ev->message) : NULL;
     g->prompt_tokens = ev->prompt_tokens;
     g->completion_tokens = ev->completion_tokens;
@@ -441,7 +509,14 @@ static void finish_whole(gen *g, llmr_http_reply *reply)
     }
     llmr_oai_usage u = {g->prompt_tokens, g->completion_tokens};
     json_t *body;
-    if (g->kind == LLMR_OAI_CHAT)
+    if (g->harmony) {
+        const llmr_oai_answer *a = llmr_node_harmony_answer(g->harmony);
+        json_t *message = llmr_oai_answer_failed(a) ? NULL : llmr_oai_answer_message(a);
+        body = message ? llmr_oai_chat_response_message(g->id, g->model, g->created, message,
+                                                        harmony_finish_reason(g), &u,
+                                                        g->logprobs ? json_incref(g->lp) : NULL)
+                       : NULL;
+    } else if (g->kind == LLMR_OAI_CHAT)
         body = llmr_oai_chat_response(g->id, g->model, g->created, llmr_strbuf_cstr(&g->text), g->text.len,
                                       finish_reason(g->finish), &u, g->logprobs ? json_incref(g->lp) : NULL);
     else
@@ -460,7 +535,13 @@ static bool prompt_ids(const llmr_oai_request *r, const llmr_node_prompt *p, llm
     if (r->kind == LLMR_OAI_CHAT && r->prompt) { /* rendered by the router */
         llmr_strbuf_append(&text, r->prompt, r->prompt_len);
     } else if (r->kind == LLMR_OAI_CHAT) {
-        if (!llmr_node_prompt_render(p, r->messages, r->tools, r->template_kwargs, &text, &err)) {
+        json_t *messages, *tools;
+        if (!llmr_oai_template_input(r, llmr_node_prompt_harmony_template(p), &messages, &tools, e))
+            goto done;
+        bool rendered = llmr_node_prompt_render(p, messages, tools, r->template_kwargs, &text, &err);
+        json_decref(messages);
+        json_decref(tools);
+        if (!rendered) {
             llmr_oai_error_set(e, 400, "invalid_request_error", "template_error", "messages", "%s",
                                llmr_strbuf_cstr(&err));
             goto done;
@@ -559,6 +640,21 @@ static void handle_generate(llmr_node_http *n, llmr_oai_kind kind, const llmr_ht
     g->t0_ns = llmr_now_ns();
     llmr_oai_new_id(kind == LLMR_OAI_CHAT ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
     llmr_strbuf_init(&g->text);
+    llmr_harmony_ids hids;
+    if (kind == LLMR_OAI_CHAT && llmr_node_prompt_harmony(p, &hids)) {
+        llmr_oai_answer_options ao = {r.include_reasoning,
+                                      r.tools && r.tool_choice != LLMR_OAI_TOOL_NONE,
+                                      r.parallel_tool_calls};
+        g->lp_pending = json_array();
+        if (!(g->harmony = llmr_node_harmony_new(&hids, &ao))) {
+            llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+            json_decref(g->lp_pending);
+            free(g->model);
+            free(g);
+            g = NULL;
+            goto fail;
+        }
+    }
     g->lp = json_array();
     g->lp_tokens = json_array();
     pthread_mutex_init(&g->lock, NULL);

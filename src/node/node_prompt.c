@@ -18,6 +18,9 @@ struct llmr_node_prompt {
     llmr_template *tpl;
     json_t *special;    /* {"bos_token": ..., "eos_token": ...} for the template */
     const char *origin; /* LLMR_CHAT_ORIGIN_*: a constant, not owned */
+    bool harmony;       /* the tokenizer has harmony's special tokens: ids */
+    llmr_harmony_ids ids;
+    bool harmony_template;
 };
 
 struct llmr_node_prompts {
@@ -116,6 +119,24 @@ static bool has_gguf(const char *dir)
     return found;
 }
 
+/* The tokenizer's ids of the harmony special tokens; true when it has the ones that
+ * make a harmony model. */
+static bool find_harmony(const llmr_tokenizer *tok, llmr_harmony_ids *ids)
+{
+    const struct {
+        const char *text;
+        int32_t *id;
+    } all[] = {{"<|start|>", &ids->start},     {"<|end|>", &ids->end},
+               {"<|message|>", &ids->message}, {"<|channel|>", &ids->channel},
+               {"<|constrain|>", &ids->constrain}, {"<|return|>", &ids->ret},
+               {"<|call|>", &ids->call}};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        int64_t id = llmr_tokenizer_token_to_id(tok, all[i].text, strlen(all[i].text));
+        *all[i].id = id >= 0 && id <= INT32_MAX ? (int32_t)id : -1;
+    }
+    return ids->channel >= 0 && ids->message >= 0 && ids->call >= 0 && ids->ret >= 0;
+}
+
 static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_status *status,
                                      llmr_strbuf *err)
 {
@@ -146,6 +167,8 @@ static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_sta
     }
     p->special = json_incref(f.special);
     p->origin = f.origin;
+    p->harmony_template = llmr_chat_template_is_harmony(f.source);
+    p->harmony = find_harmony(p->tok, &p->ids);
     *status = LLMR_OK;
     goto done;
 fail:
@@ -181,6 +204,18 @@ const llmr_node_prompt *llmr_node_prompts_get(llmr_node_prompts *c, const char *
 const llmr_tokenizer *llmr_node_prompt_tokenizer(const llmr_node_prompt *p)
 {
     return p->tok;
+}
+
+bool llmr_node_prompt_harmony(const llmr_node_prompt *p, llmr_harmony_ids *ids)
+{
+    if (p->harmony && ids)
+        *ids = p->ids;
+    return p->harmony;
+}
+
+bool llmr_node_prompt_harmony_template(const llmr_node_prompt *p)
+{
+    return p->harmony_template;
 }
 
 const char *llmr_node_prompt_template_origin(const llmr_node_prompt *p)

@@ -10,6 +10,7 @@
 
 #include "common/strbuf.h"
 #include "llmr/status.h"
+#include "models/harmony_parser.h"
 #include "tokenizer/ids.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,6 +31,14 @@ const llmr_tokenizer *llmr_node_prompt_tokenizer(const llmr_node_prompt *p);
 /* Where the template came from: one of LLMR_CHAT_ORIGIN_* (template/chat_format.h);
  * LLMR_CHAT_ORIGIN_DEFAULT when the model ships none. */
 const char *llmr_node_prompt_template_origin(const llmr_node_prompt *p);
+
+/* Whether the model writes its answers in the harmony format, told by its tokenizer:
+ * it has the special tokens <|channel|>, <|message|>, <|call|> and <|return|>.  Then
+ * *ids (may be NULL) are the tokenizer's ids of the harmony special tokens (-1 for
+ * one it lacks). */
+bool llmr_node_prompt_harmony(const llmr_node_prompt *p, llmr_harmony_ids *ids);
+/* Whether the model's chat template writes harmony (llmr_chat_template_is_harmony). */
+bool llmr_node_prompt_harmony_template(const llmr_node_prompt *p);
 
 /* Renders chat messages (and tools, and chat_template_kwargs) with the model's
  * template and add_generation_prompt, into out.  false with err: the template's error

@@ -8,6 +8,7 @@
  * sent with each ill-formed sequence replaced by U+FFFD, since JSON strings must be
  * valid Unicode. */
 #include "openai/openai_api.h"
+#include "openai/openai_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,9 +29,7 @@
 
 /* ---- JSON values ------------------------------------------------------------------- */
 
-/* Text as a JSON string, ill-formed UTF-8 replaced by U+FFFD; NULL only without
- * memory.  A NULL text is "". */
-static json_t *text_json(const char *s, size_t len)
+json_t *llmr_oai_text_json(const char *s, size_t len)
 {
     if (!s)
         return json_string("");
@@ -46,7 +45,7 @@ static json_t *text_json(const char *s, size_t len)
 
 static json_t *cstr_json(const char *s)
 {
-    return text_json(s, s ? strlen(s) : 0);
+    return llmr_oai_text_json(s, s ? strlen(s) : 0);
 }
 
 /* A logprob as the shortest decimal that reads back as the same float, so that it
@@ -139,7 +138,7 @@ static json_t *chat_token(const char *text, size_t len, float logprob)
         ok = push(bytes, json_integer((unsigned char)text[i]));
     bytes = finish(bytes, ok);
     json_t *o = json_object();
-    ok = put(o, "token", text_json(text, len));
+    ok = put(o, "token", llmr_oai_text_json(text, len));
     ok &= put(o, "logprob", logprob_json(logprob));
     ok &= put(o, "bytes", bytes);
     return finish(o, ok);
@@ -201,7 +200,7 @@ json_t *llmr_oai_completion_logprobs(const llmr_oai_token_logprob *t, size_t n, 
     bool ok = tokens && lps && top && offsets;
     size_t off = offset0;
     for (size_t i = 0; ok && i < n; i++) {
-        ok = push(tokens, text_json(t[i].text, t[i].len)) &&
+        ok = push(tokens, llmr_oai_text_json(t[i].text, t[i].len)) &&
              push(lps, logprob_json(t[i].logprob)) && push(top, completion_top(&t[i])) &&
              push(offsets, json_integer((json_int_t)off));
         off += llmr_oai_text_chars(t[i].text, t[i].len);
@@ -259,17 +258,13 @@ static json_t *with_choice(json_t *o, json_t *choice)
     return finish(o, ok);
 }
 
-json_t *llmr_oai_chat_response(const char *id, const char *model, int64_t created, const char *text,
-                               size_t len, const char *finish_reason, const llmr_oai_usage *usage,
-                               json_t *logprobs)
+json_t *llmr_oai_chat_response_message(const char *id, const char *model, int64_t created,
+                                       json_t *message, const char *finish_reason,
+                                       const llmr_oai_usage *usage, json_t *logprobs)
 {
-    json_t *msg = json_object();
-    bool ok = put(msg, "role", json_string("assistant")) &&
-              put(msg, "content", text_json(text, len)) && put(msg, "refusal", json_null());
-    msg = finish(msg, ok);
     json_t *choice = json_object();
-    ok = put(choice, "index", json_integer(0));
-    ok &= put(choice, "message", msg);
+    bool ok = put(choice, "index", json_integer(0));
+    ok &= put(choice, "message", message);
     ok &= put(choice, "logprobs", chat_logprobs(logprobs));
     ok &= put(choice, "finish_reason", finish_json(finish_reason));
     json_t *o = with_choice(head(id, "chat.completion", created, model), finish(choice, ok));
@@ -278,17 +273,45 @@ json_t *llmr_oai_chat_response(const char *id, const char *model, int64_t create
     return o;
 }
 
+json_t *llmr_oai_chat_response(const char *id, const char *model, int64_t created, const char *text,
+                               size_t len, const char *finish_reason, const llmr_oai_usage *usage,
+                               json_t *logprobs)
+{
+    json_t *msg = json_object();
+    bool ok = put(msg, "role", json_string("assistant")) &&
+              put(msg, "content", llmr_oai_text_json(text, len)) && put(msg, "refusal", json_null());
+    return llmr_oai_chat_response_message(id, model, created, finish(msg, ok), finish_reason, usage,
+                                          logprobs);
+}
+
 json_t *llmr_oai_completion_response(const char *id, const char *model, int64_t created,
                                      const char *text, size_t len, const char *finish_reason,
                                      const llmr_oai_usage *usage, json_t *logprobs)
 {
     json_t *choice = json_object();
-    bool ok = put(choice, "text", text_json(text, len));
+    bool ok = put(choice, "text", llmr_oai_text_json(text, len));
     ok &= put(choice, "index", json_integer(0));
     ok &= put(choice, "logprobs", logprobs ? logprobs : json_null());
     ok &= put(choice, "finish_reason", finish_json(finish_reason));
     json_t *o = with_choice(head(id, "text_completion", created, model), finish(choice, ok));
     if (o && usage && !put(o, "usage", usage_json(usage)))
+        o = finish(o, false);
+    return o;
+}
+
+json_t *llmr_oai_chat_delta_chunk(const char *id, const char *model, int64_t created, json_t *delta,
+                                  const char *finish_reason, json_t *logprobs,
+                                  bool with_null_usage)
+{
+    if (!delta)
+        delta = json_object();
+    json_t *choice = json_object();
+    bool ok = put(choice, "index", json_integer(0));
+    ok &= put(choice, "delta", delta);
+    ok &= put(choice, "logprobs", chat_logprobs(logprobs));
+    ok &= put(choice, "finish_reason", finish_json(finish_reason));
+    json_t *o = with_choice(head(id, "chat.completion.chunk", created, model), finish(choice, ok));
+    if (o && with_null_usage && !put(o, "usage", json_null()))
         o = finish(o, false);
     return o;
 }
@@ -304,17 +327,14 @@ json_t *llmr_oai_chat_chunk(const char *id, const char *model, int64_t created, 
     if (ok && first)
         ok = put(delta, "role", json_string("assistant"));
     if (ok && (first || text))
-        ok = put(delta, "content", text_json(text, len));
+        ok = put(delta, "content", llmr_oai_text_json(text, len));
     delta = finish(delta, ok);
-    json_t *choice = json_object();
-    ok = put(choice, "index", json_integer(0));
-    ok &= put(choice, "delta", delta);
-    ok &= put(choice, "logprobs", chat_logprobs(logprobs));
-    ok &= put(choice, "finish_reason", finish_json(finish_reason));
-    json_t *o = with_choice(head(id, "chat.completion.chunk", created, model), finish(choice, ok));
-    if (o && with_null_usage && !put(o, "usage", json_null()))
-        o = finish(o, false);
-    return o;
+    if (!delta) {
+        json_decref(logprobs);
+        return NULL;
+    }
+    return llmr_oai_chat_delta_chunk(id, model, created, delta, finish_reason, logprobs,
+                                     with_null_usage);
 }
 
 json_t *llmr_oai_completion_chunk(const char *id, const char *model, int64_t created,
@@ -322,7 +342,7 @@ json_t *llmr_oai_completion_chunk(const char *id, const char *model, int64_t cre
                                   json_t *logprobs, bool with_null_usage)
 {
     json_t *choice = json_object();
-    bool ok = put(choice, "text", text_json(text, len));
+    bool ok = put(choice, "text", llmr_oai_text_json(text, len));
     ok &= put(choice, "index", json_integer(0));
     ok &= put(choice, "logprobs", logprobs ? logprobs : json_null());
     ok &= put(choice, "finish_reason", finish_json(finish_reason));

@@ -5,8 +5,9 @@
  * of the streamed chunks (Server-Sent Events) and of error objects.
  *
  * Reference: the OpenAI API reference for chat completions and completions.  What we
- * do not support (n > 1, best_of, echo, suffix, tools that the engine cannot call,
- * audio, ...) is a 400 that says so, never silently ignored. */
+ * do not support (n > 1, best_of, echo, suffix, tools that are not functions, audio,
+ * ...) is a 400 that says so, never silently ignored.  The answers of harmony models
+ * (reasoning, tool calls) are built by openai_answer.h. */
 #ifndef LLMR_OPENAI_API_H
 #define LLMR_OPENAI_API_H
 
@@ -32,6 +33,18 @@ typedef enum llmr_oai_kind { LLMR_OAI_CHAT, LLMR_OAI_COMPLETION } llmr_oai_kind;
 #define LLMR_OAI_RENDERED_PROMPT "llmr_prompt"
 
 #define LLMR_OAI_MAX_STOP 16       /* stop strings per request */
+
+/* tool_choice.  What is enforced: a named function must be one of `tools`, and
+ * "required" needs tools (else a 400).  For a harmony chat template
+ * (llmr_oai_template_input), "none" offers the model no tools and a named function
+ * only that one; nothing constrains decoding, so a model may still answer without a
+ * call under "required" or a named function, and that answer is returned as it is. */
+typedef enum llmr_oai_tool_choice {
+    LLMR_OAI_TOOL_AUTO = 0, /* the model decides (the default) */
+    LLMR_OAI_TOOL_NONE,     /* no calls: a call the model makes anyway is text */
+    LLMR_OAI_TOOL_REQUIRED, /* the model should call one or more tools */
+    LLMR_OAI_TOOL_FUNCTION, /* the model should call tool_choice_name */
+} llmr_oai_tool_choice;
 #define LLMR_OAI_MAX_TOP_LOGPROBS 20
 
 typedef struct llmr_oai_request {
@@ -40,7 +53,11 @@ typedef struct llmr_oai_request {
     /* chat: the messages, checked (each an object with a known role and content that
      * is a string, null, or an array of text parts), and tools when given */
     json_t *messages;             /* owned reference, or NULL */
-    json_t *tools;                /* owned reference, or NULL */
+    json_t *tools;                /* owned reference, or NULL (none, or an empty array) */
+    llmr_oai_tool_choice tool_choice;
+    char *tool_choice_name;       /* LLMR_OAI_TOOL_FUNCTION: the function named */
+    bool parallel_tool_calls;     /* default true; false: at most one call per answer */
+    bool include_reasoning;       /* default true; false: answers carry no reasoning */
     json_t *template_kwargs;      /* chat_template_kwargs (an object), or NULL */
     /* completions: the prompt as text, or as token ids; chat: the prompt a router
      * rendered (the LLMR_OAI_RENDERED_PROMPT extension), or NULL */
@@ -119,6 +136,31 @@ json_t *llmr_oai_chat_response(const char *id, const char *model, int64_t create
 json_t *llmr_oai_completion_response(const char *id, const char *model, int64_t created,
                                      const char *text, size_t len, const char *finish_reason,
                                      const llmr_oai_usage *usage, json_t *logprobs);
+
+/* A chat response whose choice's message is `message` (taken): the form of a harmony
+ * model's answer (openai_answer.h).  The rest as llmr_oai_chat_response. */
+json_t *llmr_oai_chat_response_message(const char *id, const char *model, int64_t created,
+                                       json_t *message, const char *finish_reason,
+                                       const llmr_oai_usage *usage, json_t *logprobs);
+/* A chat chunk whose delta is `delta` (taken; NULL: {}).  The rest as
+ * llmr_oai_chat_chunk. */
+json_t *llmr_oai_chat_delta_chunk(const char *id, const char *model, int64_t created, json_t *delta,
+                                  const char *finish_reason, json_t *logprobs,
+                                  bool with_null_usage);
+
+/* What a chat template is given for this request: *messages and *tools (new
+ * references; *tools may be NULL).  For most templates, the request's own.  For a
+ * template that writes the harmony format (harmony: gpt-oss's, which reads
+ * `thinking`, one call per assistant message with its arguments as an object, and a
+ * tool result's function from the call before it), the messages in that shape: an
+ * assistant's reasoning_content (or reasoning) as thinking, its content null
+ * dropped, one assistant message per tool call with the arguments parsed when they
+ * are JSON, each tool result moved after the call its tool_call_id names, content
+ * parts joined into text; and the tools tool_choice offers (none for "none", only the
+ * named one for a function), each with a description ("" when it has none).  false
+ * (500) only without memory. */
+bool llmr_oai_template_input(const llmr_oai_request *r, bool harmony, json_t **messages,
+                             json_t **tools, llmr_oai_error *err);
 
 /* A streamed chunk.  chat: the first chunk has delta {"role": "assistant",
  * "content": ""} (first = true), then {"content": text}; the last has an empty delta

@@ -1,10 +1,10 @@
 /* The OpenAI wire format, chat requests: the messages (each an object with a known
  * role, and content that is a string, null for an assistant, or an array of text
- * parts), the tools, and the parameters only chat has (see openai_internal.h).
+ * parts) and the parameters only chat has (see openai_internal.h); the tools are
+ * openai_tools.c's.
  *
- * Messages and tools are kept as sent for the chat template; what is checked here is
- * what a template relies on.  Images, audio, forced tool calls and the deprecated
- * function-calling fields are refused with a message saying so. */
+ * Messages are kept as sent for the chat template; what is checked here is what a
+ * template relies on.  Images and audio are refused with a message saying so. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +127,19 @@ static bool check_tool_calls(const json_t *calls, size_t i, llmr_oai_error *err)
         llmr_oai_param(p, sizeof p, "messages[%zu].tool_calls[%zu]", i, j);
         if (!json_is_object(call))
             return llmr_oai_fail_type(err, p, "an object", call);
+        json_t *id = llmr_oai_given(call, "id");
+        if (id && !json_is_string(id))
+            return llmr_oai_fail_type(
+                err, llmr_oai_param(p, sizeof p, "messages[%zu].tool_calls[%zu].id", i, j),
+                "a string", id);
+        json_t *type = llmr_oai_given(call, "type");
+        if (type && (!json_is_string(type) || strcmp(json_string_value(type), "function") != 0)) {
+            llmr_oai_error_set(err, 400, INVALID, "invalid_value",
+                               llmr_oai_param(p, sizeof p, "messages[%zu].tool_calls[%zu].type", i, j),
+                               "Invalid value for '%s': only 'function' tool calls are supported.",
+                               p);
+            return false;
+        }
         json_t *fn = json_object_get(call, "function");
         llmr_oai_param(p, sizeof p, "messages[%zu].tool_calls[%zu].function", i, j);
         if (!fn)
@@ -187,7 +200,8 @@ static bool check_message(const json_t *msg, size_t i, llmr_oai_error *err)
         return false;
     /* Reasoning text of an earlier turn, for templates that show it. */
     if (!check_msg_string(msg, i, "thinking", false, true, err) ||
-        !check_msg_string(msg, i, "reasoning_content", false, true, err))
+        !check_msg_string(msg, i, "reasoning_content", false, true, err) ||
+        !check_msg_string(msg, i, "reasoning", false, true, err))
         return false;
     json_t *calls = llmr_oai_given(msg, "tool_calls");
     if (calls && !assistant) {
@@ -221,110 +235,6 @@ static bool parse_messages(const json_t *root, llmr_oai_request *r, llmr_oai_err
             return false;
     }
     r->messages = json_incref(messages);
-    return true;
-}
-
-/* ---- chat tools -------------------------------------------------------------------- */
-
-static bool check_tool(const json_t *tool, size_t i, llmr_oai_error *err)
-{
-    char p[64];
-    llmr_oai_param(p, sizeof p, "tools[%zu]", i);
-    if (!json_is_object(tool))
-        return llmr_oai_fail_type(err, p, "an object", tool);
-    json_t *type = json_object_get(tool, "type");
-    llmr_oai_param(p, sizeof p, "tools[%zu].type", i);
-    if (!type)
-        return llmr_oai_fail_missing(err, p);
-    if (!json_is_string(type))
-        return llmr_oai_fail_type(err, p, "a string", type);
-    if (strcmp(json_string_value(type), "function") != 0) {
-        llmr_oai_error_set(err, 400, INVALID, "unsupported_value", p,
-                           "Tools of type '%s' are not supported: only 'function' tools are.",
-                           llmr_oai_has_nul(type) ? "?" : json_string_value(type));
-        return false;
-    }
-    json_t *fn = json_object_get(tool, "function");
-    llmr_oai_param(p, sizeof p, "tools[%zu].function", i);
-    if (!fn)
-        return llmr_oai_fail_missing(err, p);
-    if (!json_is_object(fn))
-        return llmr_oai_fail_type(err, p, "an object", fn);
-    json_t *name = json_object_get(fn, "name");
-    llmr_oai_param(p, sizeof p, "tools[%zu].function.name", i);
-    if (!name)
-        return llmr_oai_fail_missing(err, p);
-    if (!json_is_string(name))
-        return llmr_oai_fail_type(err, p, "a string", name);
-    if (json_string_length(name) == 0 || llmr_oai_has_nul(name)) {
-        llmr_oai_error_set(err, 400, INVALID, "invalid_value", p,
-                           "Invalid '%s': a function needs a non-empty name without NUL "
-                           "characters.",
-                           p);
-        return false;
-    }
-    json_t *desc = llmr_oai_given(fn, "description");
-    if (desc && !json_is_string(desc))
-        return llmr_oai_fail_type(err,
-                                  llmr_oai_param(p, sizeof p, "tools[%zu].function.description", i),
-                                  "a string", desc);
-    json_t *params = llmr_oai_given(fn, "parameters");
-    if (params && !json_is_object(params))
-        return llmr_oai_fail_type(err,
-                                  llmr_oai_param(p, sizeof p, "tools[%zu].function.parameters", i),
-                                  "an object", params);
-    return true;
-}
-
-static bool parse_tools(const json_t *root, llmr_oai_request *r, llmr_oai_error *err)
-{
-    json_t *tools = llmr_oai_given(root, "tools");
-    if (tools) {
-        if (!json_is_array(tools))
-            return llmr_oai_fail_type(err, "tools", "an array", tools);
-        size_t i;
-        json_t *tool;
-        json_array_foreach(tools, i, tool) {
-            if (!check_tool(tool, i, err))
-                return false;
-        }
-        if (json_array_size(tools) > 0)
-            r->tools = json_incref(tools);
-    }
-    /* The engine cannot be made to call a tool: "auto" and "none" only. */
-    json_t *choice = llmr_oai_given(root, "tool_choice");
-    if (choice && json_is_string(choice)) {
-        const char *c = json_string_value(choice);
-        if (strcmp(c, "required") == 0) {
-            llmr_oai_error_set(err, 400, INVALID, "unsupported_value", "tool_choice",
-                               "tool_choice 'required' is not supported: this server cannot "
-                               "force a tool call. Use 'auto' or 'none'.");
-            return false;
-        }
-        if (strcmp(c, "auto") != 0 && strcmp(c, "none") != 0) {
-            llmr_oai_error_set(err, 400, INVALID, "invalid_value", "tool_choice",
-                               "Invalid value for 'tool_choice': supported values are 'none', "
-                               "'auto' and 'required'.");
-            return false;
-        }
-    } else if (choice && json_is_object(choice)) {
-        llmr_oai_error_set(err, 400, INVALID, "unsupported_value", "tool_choice",
-                           "A tool_choice naming a tool is not supported: this server cannot "
-                           "force a tool call. Use 'auto' or 'none'.");
-        return false;
-    } else if (choice) {
-        return llmr_oai_fail_type(err, "tool_choice", "a string or an object", choice);
-    }
-    const char *deprecated[] = {"functions", "function_call"};
-    for (size_t i = 0; i < 2; i++) {
-        if (llmr_oai_given(root, deprecated[i])) {
-            llmr_oai_error_set(err, 400, INVALID, "unsupported_parameter", deprecated[i],
-                               "'%s' is deprecated and not supported: describe functions in "
-                               "'tools' instead.",
-                               deprecated[i]);
-            return false;
-        }
-    }
     return true;
 }
 
@@ -383,7 +293,7 @@ static bool parse_rendered_prompt(json_t *root, llmr_oai_request *r, llmr_oai_er
 
 bool llmr_oai_parse_chat(json_t *root, llmr_oai_request *r, llmr_oai_error *err)
 {
-    if (!parse_messages(root, r, err) || !parse_tools(root, r, err) ||
+    if (!parse_messages(root, r, err) || !llmr_oai_parse_tools(root, r, err) ||
         !parse_template_kwargs(root, r, err) || !parse_rendered_prompt(root, r, err))
         return false;
 
@@ -406,6 +316,9 @@ bool llmr_oai_parse_chat(json_t *root, llmr_oai_request *r, llmr_oai_error *err)
         return false;
     }
     r->top_logprobs = top_set ? (uint32_t)n : 0;
+    /* include_reasoning (vLLM's): false leaves the reasoning out of the answer */
+    if (!llmr_oai_get_bool(root, "include_reasoning", &r->include_reasoning, err))
+        return false;
 
     if (llmr_oai_given(root, "audio")) {
         llmr_oai_error_set(err, 400, INVALID, "unsupported_parameter", "audio",

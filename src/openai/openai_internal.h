@@ -3,7 +3,10 @@
  *   openai_api.c      errors, responses, stream chunks, logprobs, SSE, ids, models
  *   openai_request.c  request bodies: the body, the parameters of both kinds,
  *                     completions' prompt, llmr_oai_parse
- *   openai_chat.c     chat's messages, tools and chat-only parameters
+ *   openai_chat.c     chat's messages and chat-only parameters
+ *   openai_tools.c    chat's tools, tool_choice and parallel_tool_calls
+ *   openai_template.c what a chat template is given (llmr_oai_template_input)
+ *   openai_answer.c   a harmony model's answer as message and deltas
  *
  * The helpers below each check one thing and, when it is wrong, fill the error and
  * return false, so that checks chain with && and the first failure is reported. */
@@ -40,8 +43,14 @@ bool llmr_oai_get_int(const json_t *obj, const char *key, json_int_t min, json_i
                       json_int_t *out, bool *set, llmr_oai_error *err);
 
 /* Chat's own members: messages, tools, tool_choice, chat_template_kwargs (with
- * reasoning_effort), max_tokens / max_completion_tokens, logprobs, top_logprobs and
- * the output kinds.  root may gain chat_template_kwargs. */
+ * reasoning_effort), max_tokens / max_completion_tokens, logprobs, top_logprobs,
+ * include_reasoning and the output kinds.  root may gain chat_template_kwargs. */
 bool llmr_oai_parse_chat(json_t *root, llmr_oai_request *r, llmr_oai_error *err);
+/* tools, tool_choice, parallel_tool_calls (openai_tools.c). */
+bool llmr_oai_parse_tools(const json_t *root, llmr_oai_request *r, llmr_oai_error *err);
+
+/* Text as a JSON string, ill-formed UTF-8 replaced by U+FFFD; NULL only without
+ * memory.  A NULL text is "". */
+json_t *llmr_oai_text_json(const char *s, size_t len);
 
 #endif

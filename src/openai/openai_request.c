@@ -6,7 +6,7 @@
  * own ("Invalid type for 'temperature': expected a number, but got a string
  * instead.").  null counts as "not given" for every optional parameter, as it does
  * at OpenAI; keys we do not know are ignored.  What we know but cannot do (n > 1,
- * best_of, echo, suffix, images, audio, forced tool calls, JSON output) is refused
+ * best_of, echo, suffix, images, audio, JSON output) is refused
  * with a message saying so rather than silently dropped. */
 #include "openai/openai_internal.h"
 
@@ -534,6 +534,8 @@ bool llmr_oai_parse(llmr_oai_kind kind, const char *body, size_t len, llmr_oai_r
     r.temperature = 1;
     r.top_p = 1;
     r.repetition_penalty = 1;
+    r.parallel_tool_calls = true;
+    r.include_reasoning = true;
     bool ok = parse_model(root, &r, err) &&
               (kind == LLMR_OAI_CHAT ? llmr_oai_parse_chat(root, &r, err)
                                      : parse_completion(root, &r, err)) &&
@@ -556,6 +558,7 @@ void llmr_oai_request_free(llmr_oai_request *r)
     free(r->model);
     json_decref(r->messages);
     json_decref(r->tools);
+    free(r->tool_choice_name);
     json_decref(r->template_kwargs);
     free(r->prompt);
     free(r->prompt_ids);

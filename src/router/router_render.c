@@ -2,7 +2,9 @@
  * its source's files: template/chat_format.h), the compiled templates kept per model,
  * the render of each chat request before it goes to a node (which then receives the
  * prompt in the "llmr_prompt" extension field and tokenizes it as it is), and
- * POST /v0/models/{name}/render, which shows a chat's prompt without running it.
+ * POST /v0/models/{name}/render, which shows a chat's prompt without running it.  A
+ * template that writes harmony is given the messages in its shape
+ * (llmr_oai_template_input), as the node gives them when it renders.
  *
  * A gguf model carries its template inside the weights file, which the router does not
  * read: unless its registration gave a template, its node renders.  So do models
@@ -95,6 +97,7 @@ typedef struct template_entry {
     char *source;
     llmr_template *tpl;
     json_t *special;
+    bool harmony;      /* the template writes harmony (llmr_chat_template_is_harmony) */
     unsigned refs;     /* the cache's own, plus one per render in progress */
 } template_entry;
 
@@ -172,6 +175,7 @@ static template_entry *entry_get(router_templates *t, const llmr_store_model *m,
     if (n && (n->name = strdup(m->name)) &&
         (n->tpl = llmr_template_compile(f.source, strlen(f.source), terr, sizeof terr))) {
         n->created = m->created;
+        n->harmony = llmr_chat_template_is_harmony(f.source);
         n->source = f.source;
         n->special = json_incref(f.special);
         f.source = NULL;
@@ -199,10 +203,16 @@ bool router_render_chat(llmr_router *r, const llmr_store_model *m, const llmr_oa
 {
     llmr_strbuf err = LLMR_STRBUF_INIT;
     template_entry *entry = entry_get(r->templates, m, &err);
-    bool ok = entry && llmr_chat_render(entry->tpl, entry->special, q->messages, q->tools, q->template_kwargs,
+    json_t *messages = NULL, *tools = NULL;
+    bool input = entry && llmr_oai_template_input(q, entry->harmony, &messages, &tools, e);
+    bool ok = input && llmr_chat_render(entry->tpl, entry->special, messages, tools, q->template_kwargs,
                                         out, &err);
+    json_decref(messages);
+    json_decref(tools);
     if (!entry)
         llmr_oai_error_set(e, 500, "server_error", "template_error", NULL, "%s", llmr_strbuf_cstr(&err));
+    else if (!input)
+        ; /* e says why */
     else if (!ok)
         llmr_oai_error_set(e, 400, "invalid_request_error", "template_error", "messages", "%s",
                            llmr_strbuf_cstr(&err));

@@ -209,3 +209,9 @@ bool llmr_chat_render(const llmr_template *tpl, const json_t *special, const jso
     json_decref(ctx);
     return ok;
 }
+
+bool llmr_chat_template_is_harmony(const char *source)
+{
+    return source && strstr(source, "<|channel|>") && strstr(source, "<|message|>") &&
+           strstr(source, "<|call|>");
+}

@@ -64,6 +64,11 @@ void llmr_chat_format_free(llmr_chat_format *f);
 json_t *llmr_chat_format_to_json(const llmr_chat_format *f);
 bool llmr_chat_format_from_json(const json_t *j, llmr_chat_format *out);
 
+/* Whether a template writes the harmony format (gpt-oss's): its text holds the
+ * special tokens <|channel|>, <|message|> and <|call|>.  Such a template reads the
+ * messages in its own shape (llmr_oai_template_input). */
+bool llmr_chat_template_is_harmony(const char *source);
+
 /* Renders a chat: the context is the special tokens, then chat_template_kwargs (an
  * object, may be NULL; it may override them), then messages, tools (may be NULL) and
  * add_generation_prompt = true.  false with err ("the chat template failed: ...",

@@ -12,7 +12,9 @@
  *   memory              LRU unloading above the threshold, refusal of a load that
  *                       does not fit (RAM, VRAM, per-plugin budget), room made by
  *                       unloading idle models
- *   hot reload          a new plugin version under continuous load: no request fails */
+ *   hot reload          a new plugin version under continuous load: no request fails
+ *   echo mode           the answer is the prompt's last user message, then the return
+ *                       id unless it ends in a turn end */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -264,6 +266,26 @@ static llmr_status generate(llmr_engine_host *h, const char *model, uint32_t max
         return st;
     }
     llmr_strbuf_free(&err);
+    CHECK(run_wait(r, 20000));
+    return r->status;
+}
+
+/* Submits ids as the prompt and waits; returns the final status. */
+static llmr_status generate_from(llmr_engine_host *h, const char *model, const int32_t *ids,
+                                 uint32_t n, uint32_t max_tokens, run *r)
+{
+    llmr_gen_request req;
+    memset(&req, 0, sizeof req);
+    req.model = model;
+    req.params = llmr_engine_request_default_params();
+    req.params.prompt = ids;
+    req.params.prompt_len = n;
+    req.params.max_tokens = max_tokens;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_status st = llmr_engine_host_submit(h, &req, on_event, r, NULL, &err);
+    llmr_strbuf_free(&err);
+    if (st != LLMR_OK)
+        return st;
     CHECK(run_wait(r, 20000));
     return r->status;
 }
@@ -885,6 +907,58 @@ TEST(a_reload_under_continuous_load_fails_no_request)
     free(root);
 }
 
+/* The echo mode on the byte-level vocabulary: user header 1 2 3, end 4, return 5,
+ * turn ends 5 6 4. */
+TEST(the_echo_mode_answers_with_the_last_user_message)
+{
+    const char *v[] = {"good"};
+    llmr_engine_host *h = host_with(v, 1, NULL);
+    if (!h)
+        return;
+    llmr_loopback_echo echo = {{1, 2, 3}, 3, 4, 5, {5, 6, 4}, 3};
+    llmr_loopback_model_options mo;
+    llmr_loopback_model_options_default(&mo);
+    mo.context_length = 256;
+    mo.echo = &echo;
+    char *dir = llmr_path_join(tmp, "echo");
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_loopback_model_write(dir, &mo, &err), LLMR_OK);
+    llmr_model_spec spec = {"echo", dir, "safetensors", NULL, 0, NULL};
+    CHECK_EQ_INT(llmr_engine_host_add_model(h, &spec, &err), LLMR_OK);
+    static const struct {
+        int32_t prompt[24];
+        uint32_t prompt_len, max_tokens;
+        int32_t want[12];
+        int want_len;
+        uint32_t finish;
+    } cases[] = {
+        /* the last of two user messages, with <|end|> inside it, then return */
+        {{1, 2, 3, 70, 4, 1, 2, 3, 80, 81, 4, 82, 4, 1, 9}, 15, 0, {80, 81, 4, 82, 5}, 5,
+         LLMR_ENGINE_FINISH_STOP},
+        /* it ends in a turn end already (6, the call): nothing added */
+        {{1, 2, 3, 90, 6, 4, 1, 9}, 8, 0, {90, 6}, 2, LLMR_ENGINE_FINISH_STOP},
+        /* no user message: only the return */
+        {{7, 8, 9}, 3, 0, {5}, 1, LLMR_ENGINE_FINISH_STOP},
+        /* max_tokens cuts it */
+        {{1, 2, 3, 10, 11, 12, 4}, 7, 2, {10, 11}, 2, LLMR_ENGINE_FINISH_LENGTH},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        run r;
+        run_init(&r);
+        CHECK_EQ_INT(generate_from(h, "echo", cases[c].prompt, cases[c].prompt_len,
+                                   cases[c].max_tokens, &r),
+                     LLMR_OK);
+        CHECK_EQ_INT(r.finish, cases[c].finish);
+        CHECK_EQ_INT(r.tokens, cases[c].want_len);
+        for (int i = 0; i < r.tokens && i < cases[c].want_len; i++)
+            CHECK_EQ_INT(r.ids[i], cases[c].want[i]);
+        run_free(&r);
+    }
+    llmr_strbuf_free(&err);
+    free(dir);
+    llmr_engine_host_free(h);
+}
+
 static void quiet_log(void *ctx, llmr_log_level level, const char *line)
 {
     (void)ctx;
@@ -912,5 +986,6 @@ int main(void)
     RUN(gpu_memory_and_per_plugin_budgets_are_checked_before_loading);
     RUN(the_directml_skeleton_refuses_with_the_library_named);
     RUN(a_reload_under_continuous_load_fails_no_request);
+    RUN(the_echo_mode_answers_with_the_last_user_message);
     return llmr_test_finish();
 }

@@ -24,8 +24,26 @@ static void cat(char *dst, size_t cap, const char *s, size_t n)
     dst[have + n] = '\0';
 }
 
+static bool pieces_whole_utf8 = true; /* no piece began or ended inside a character */
+
+static bool whole_utf8(const char *s, size_t n)
+{
+    if (n && (((unsigned char)s[0] & 0xC0) == 0x80))
+        return false;
+    size_t i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i == n)
+        return !(n && (unsigned char)s[n - 1] >= 0xC0);
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+    return i > 0 && n - (i - 1) == want;
+}
+
 static void on_piece(void *user, llmr_harmony_kind kind, const char *text, size_t len)
 {
+    if (!whole_utf8(text, len))
+        pieces_whole_utf8 = false;
     fields *f = user;
     switch (kind) {
     case LLMR_HARMONY_REASONING:
@@ -182,6 +200,12 @@ TEST(a_channel_name_without_its_special_token)
     fields f = run_all_splits(s);
     CHECK_EQ_STR(f.reasoning, "thinking");
     CHECK_EQ_STR(f.content, "done");
+    /* the role's text and the channel's run together: "assistantanalysis" */
+    const char *t[] = {"#S", "assistant", "#S", "assistant", "analysis", "#M", "why", "#E", "#S", "assistant",
+                       "final", "#M", "so", "#R", NULL};
+    f = run_all_splits(t);
+    CHECK_EQ_STR(f.reasoning, "why");
+    CHECK_EQ_STR(f.content, "so");
 }
 
 TEST(special_tokens_spelled_out_in_text)
@@ -222,6 +246,21 @@ TEST(an_answer_without_any_header)
     CHECK_EQ_STR(f.content, "okplain text after the end");
 }
 
+TEST(a_plain_answer_may_hold_angle_brackets_and_channel_words)
+{
+    const char *s[] = {"Hello <b>friend</b>! 3 < 4, the final word.", "#R", NULL};
+    fields f = run_all_splits(s);
+    CHECK_EQ_STR(f.content, "Hello <b>friend</b>! 3 < 4, the final word.");
+    const char *t[] = {"x <|y and analysis", NULL};
+    f = run_all_splits(t);
+    CHECK_EQ_STR(f.content, "x <|y and analysis");
+    /* a header cut short is no answer */
+    const char *u[] = {"#C", "commentary to=functions.f", NULL};
+    f = run_all_splits(u);
+    CHECK_EQ_STR(f.content, "");
+    CHECK_EQ_INT(f.calls, 0);
+}
+
 TEST(a_header_too_long_to_be_one_is_the_answer)
 {
     static char big[600];
@@ -229,6 +268,28 @@ TEST(a_header_too_long_to_be_one_is_the_answer)
     const char *s[] = {big, NULL};
     fields f = run(s, 0);
     CHECK_EQ_INT((int)strlen(f.content), (int)sizeof big - 1);
+    /* a character across the limit is not cut between two pieces */
+    static char utf[600];
+    memset(utf, 'x', sizeof utf - 1);
+    memcpy(utf + LLMR_HARMONY_HEADER_MAX - 1, "\xc3\xa9", 2);
+    memcpy(utf + 400, "\xe2\x82\xac", 3);
+    const char *t[] = {utf, NULL};
+    /* a <|channel|> that comes when the header is full: the text before it was the
+     * answer, and the token starts a header of its own (its spelling is no text) */
+    static char full[LLMR_HARMONY_HEADER_MAX + 1], want[LLMR_HARMONY_HEADER_MAX + 3];
+    memset(full, 'y', LLMR_HARMONY_HEADER_MAX);
+    snprintf(want, sizeof want, "%sok", full);
+    const char *c[] = {"#S", full, "#C", "final", "#M", "ok", "#R", NULL};
+    f = run_all_splits(c);
+    CHECK_EQ_STR(f.content, want);
+    pieces_whole_utf8 = true;
+    f = run(t, 0); /* one token: only the limit could cut it */
+    CHECK(pieces_whole_utf8);
+    CHECK_EQ_STR(f.content, utf);
+    for (size_t chunk = 1; chunk <= 7; chunk++) {
+        f = run(t, chunk);
+        CHECK_EQ_STR(f.content, utf);
+    }
 }
 
 int main(void)
@@ -241,6 +302,7 @@ int main(void)
     RUN(a_channel_name_without_its_special_token);
     RUN(special_tokens_spelled_out_in_text);
     RUN(a_call_whose_call_token_never_comes);
+    RUN(a_plain_answer_may_hold_angle_brackets_and_channel_words);
     RUN(repeated_start_and_missing_end);
     RUN(an_answer_without_any_header);
     RUN(a_header_too_long_to_be_one_is_the_answer);

@@ -532,6 +532,56 @@ TEST(message_mistakes)
                "invalid_type", "messages[1].tool_calls[0].function.arguments", NULL);
 }
 
+/* Two function tools, f and g. */
+#define TOOLS_FG                                                                                    \
+    ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}},"                              \
+    "{\"type\":\"function\",\"function\":{\"name\":\"g\",\"description\":\"G\"}}]"
+
+TEST(tool_choice_and_its_companions_are_read)
+{
+    llmr_oai_request r;
+    if (PARSE_OK(CHAT, CHAT_BODY(TOOLS_FG), &r)) {
+        CHECK_EQ_INT(r.tool_choice, LLMR_OAI_TOOL_AUTO);
+        CHECK(r.parallel_tool_calls);
+        CHECK(r.include_reasoning);
+        llmr_oai_request_free(&r);
+    }
+    if (PARSE_OK(CHAT, CHAT_BODY(TOOLS_FG ",\"tool_choice\":\"required\",\"parallel_tool_calls\":false,"
+                                          "\"include_reasoning\":false"),
+                 &r)) {
+        CHECK_EQ_INT(r.tool_choice, LLMR_OAI_TOOL_REQUIRED);
+        CHECK(!r.parallel_tool_calls);
+        CHECK(!r.include_reasoning);
+        llmr_oai_request_free(&r);
+    }
+    if (PARSE_OK(CHAT, CHAT_BODY(TOOLS_FG ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}"),
+                 &r)) {
+        CHECK_EQ_INT(r.tool_choice, LLMR_OAI_TOOL_FUNCTION);
+        CHECK_EQ_STR(r.tool_choice_name, "g");
+        llmr_oai_request_free(&r);
+    }
+    if (PARSE_OK(CHAT, CHAT_BODY(",\"tool_choice\":\"none\""), &r)) {
+        CHECK_EQ_INT(r.tool_choice, LLMR_OAI_TOOL_NONE);
+        llmr_oai_request_free(&r);
+    }
+    /* an assistant's calls with ids, and its reasoning under either name */
+    if (PARSE_OK(CHAT,
+                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+                 "{\"role\":\"assistant\",\"content\":null,\"reasoning\":\"r\",\"tool_calls\":[{"
+                 "\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},"
+                 "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"ok\"}]}",
+                 &r))
+        llmr_oai_request_free(&r);
+    EXPECT_ERR(CHAT, MSGS("{\"role\":\"assistant\",\"reasoning\":3}"), "invalid_type",
+               "messages[1].reasoning", NULL);
+    EXPECT_ERR(CHAT,
+               MSGS("{\"role\":\"assistant\",\"tool_calls\":[{\"id\":3,\"function\":{\"name\":\"f\"}}]}"),
+               "invalid_type", "messages[1].tool_calls[0].id", NULL);
+    EXPECT_ERR(CHAT,
+               MSGS("{\"role\":\"assistant\",\"tool_calls\":[{\"type\":\"custom\",\"function\":{\"name\":\"f\"}}]}"),
+               "invalid_value", "messages[1].tool_calls[0].type", "only 'function'");
+}
+
 TEST(tool_mistakes)
 {
     EXPECT_ERR(CHAT, CHAT_BODY(",\"tools\":{}"), "invalid_type", "tools", "expected an array");
@@ -550,11 +600,28 @@ TEST(tool_mistakes)
                CHAT_BODY(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
                          "\"parameters\":[]}}]"),
                "invalid_type", "tools[0].function.parameters", "expected an object");
-    EXPECT_ERR(CHAT, CHAT_BODY(",\"tool_choice\":\"required\""), "unsupported_value", "tool_choice",
-               "cannot force a tool call");
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"tool_choice\":\"required\""), "invalid_value", "tool_choice",
+               "needs functions in 'tools'");
     EXPECT_ERR(CHAT,
                CHAT_BODY(",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}"),
-               "unsupported_value", "tool_choice", "cannot force");
+               "invalid_value", "tool_choice.function.name", "no function named 'f'");
+    EXPECT_ERR(CHAT,
+               CHAT_BODY(TOOLS_FG ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"h\"}}"),
+               "invalid_value", "tool_choice.function.name", "no function named 'h'");
+    EXPECT_ERR(CHAT, CHAT_BODY(TOOLS_FG ",\"tool_choice\":{\"function\":{\"name\":\"f\"}}"),
+               "missing_required_parameter", "tool_choice.type", NULL);
+    EXPECT_ERR(CHAT, CHAT_BODY(TOOLS_FG ",\"tool_choice\":{\"type\":\"custom\",\"function\":{\"name\":\"f\"}}"),
+               "invalid_value", "tool_choice.type", "only 'function'");
+    EXPECT_ERR(CHAT, CHAT_BODY(TOOLS_FG ",\"tool_choice\":{\"type\":\"function\"}"),
+               "missing_required_parameter", "tool_choice.function", NULL);
+    EXPECT_ERR(CHAT, CHAT_BODY(TOOLS_FG ",\"tool_choice\":{\"type\":\"function\",\"function\":{}}"),
+               "missing_required_parameter", "tool_choice.function.name", NULL);
+    EXPECT_ERR(CHAT, CHAT_BODY(TOOLS_FG ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":1}}"),
+               "invalid_type", "tool_choice.function.name", NULL);
+    EXPECT_ERR(CHAT, CHAT_BODY(TOOLS_FG ",\"parallel_tool_calls\":\"no\""), "invalid_type",
+               "parallel_tool_calls", "expected a boolean");
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"include_reasoning\":1"), "invalid_type", "include_reasoning",
+               "expected a boolean");
     EXPECT_ERR(CHAT, CHAT_BODY(",\"tool_choice\":\"sometimes\""), "invalid_value", "tool_choice",
                "'none', 'auto'");
     EXPECT_ERR(CHAT, CHAT_BODY(",\"tool_choice\":true"), "invalid_type", "tool_choice", NULL);
@@ -1045,6 +1112,7 @@ int main(void)
     RUN(message_list_mistakes);
     RUN(message_mistakes);
     RUN(tool_mistakes);
+    RUN(tool_choice_and_its_companions_are_read);
     RUN(chat_logprobs_rules);
     RUN(chat_output_kinds_we_cannot_make);
     RUN(wrong_types_are_named);

@@ -5,7 +5,9 @@
 # `node --test` runs openai_sdk.test.mjs against it.  The node must then stop cleanly
 # on SIGTERM.  With "router", the same tests go through a router: the loopback model
 # is registered there from a directory, the node syncs it, and the SDK talks to the
-# router.
+# router.  When gpt-oss's tokenizer and chat template are there (data/gpt-oss beside the
+# binary, or LLMR_GPT_OSS_TOKENIZER_DIR), the gpt-oss-echo model is served beside it
+# for harmony_sdk.test.mjs (skipped otherwise).
 # Usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR [node|router]
 set -u
 LLMR=${1:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR [node|router]}
@@ -27,7 +29,16 @@ node_major=$(node -p 'process.versions.node.split(".")[0]')
 mkdir -p "$BUILD_DIR" || die "cannot create $BUILD_DIR"
 cache="$(cd "$BUILD_DIR" && pwd)/sdk-cache"
 # Two runs (node and router) may start at once: one installs, the other waits.
-sdk_version=$(npm_project_install sdk "$here" "$cache" openai "$here/openai_sdk.test.mjs") || exit 1
+sdk_version=$(npm_project_install sdk "$here" "$cache" openai "$here/openai_sdk.test.mjs" \
+  "$here/harmony_sdk.test.mjs") || exit 1
+
+# gpt-oss's tokenizer and chat template, for the echo model
+bin=$(dirname "$LLMR")
+echo_from=
+for d in "${LLMR_GPT_OSS_TOKENIZER_DIR:-}" "$bin/data/gpt-oss" "$bin/../data/gpt-oss" \
+  "${LLMR_SHARED_DIR:-/nonexistent}/models/gpt-oss-20b"; do
+  [[ -n $d && -f $d/tokenizer.json && -f $d/chat_template.jinja ]] && { echo_from=$d; break; }
+done
 
 # ---- a node serving the loopback model -----------------------------------------------
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-sdk-XXXXXX")
@@ -53,12 +64,23 @@ if [[ $MODE == router ]]; then
   code=$(curl -s -o "$tmp/reg" -w '%{http_code}' -H 'Content-Type: application/json' \
     --data-binary "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}" "http://127.0.0.1:$rport/v0/models")
   [[ $code == 201 ]] || die "registering the model with the router: $code $(cat "$tmp/reg")"
+  if [[ -n $echo_from ]]; then
+    "$LLMR" model synth --preset gpt-oss-echo --out "$tmp/src/echo" --tokenizer-from "$echo_from" \
+      >"$tmp/synth.log" 2>&1 || die "synthesizing the echo model failed: $(cat "$tmp/synth.log")"
+    code=$(curl -s -o "$tmp/reg" -w '%{http_code}' -H 'Content-Type: application/json' \
+      --data-binary "{\"path\": \"$tmp/src/echo\", \"format\": \"safetensors\"}" "http://127.0.0.1:$rport/v0/models")
+    [[ $code == 201 ]] || die "registering the echo model with the router: $code $(cat "$tmp/reg")"
+  fi
   "$LLMR" node --host 127.0.0.1 --port 0 --router "http://127.0.0.1:$rport" --allow-cpu --heartbeat 0.3 \
     >"$tmp/node.log" 2>&1 &
   node_pid=$!
 else
   "$LLMR" model synth --preset loopback --out "$tmp/data/models/loop" >"$tmp/synth.log" 2>&1 ||
     die "synthesizing the loopback model failed: $(cat "$tmp/synth.log")"
+  if [[ -n $echo_from ]]; then
+    "$LLMR" model synth --preset gpt-oss-echo --out "$tmp/data/models/echo" --tokenizer-from "$echo_from" \
+      >"$tmp/synth.log" 2>&1 || die "synthesizing the echo model failed: $(cat "$tmp/synth.log")"
+  fi
   "$LLMR" node --host 127.0.0.1 --port 0 >"$tmp/node.log" 2>&1 &
   node_pid=$!
 fi
@@ -97,20 +119,22 @@ done
 if [[ $MODE == router ]]; then # the router's /v1 once the node has the model ready
   base="http://127.0.0.1:$rport"
   ready=0
-  for _ in $(seq 200); do # 20 s
-    if node -e 'fetch(process.argv[1]).then(r => r.json()).then(j => process.exit(j.data.some(m => m.id === "loop") ? 0 : 1), () => process.exit(1))' \
-        "$base/v1/models"; then
+  for _ in $(seq 400); do # 40 s
+    if node -e 'fetch(process.argv[1]).then(r => r.json()).then(j => process.exit(process.argv.slice(2).every(n => j.data.some(m => m.id === n)) ? 0 : 1), () => process.exit(1))' \
+        "$base/v1/models" loop ${echo_from:+echo}; then
       ready=1
       break
     fi
     sleep 0.1
   done
-  [[ $ready -eq 1 ]] || node_failed "the router never listed loop as ready: $(tail -5 "$tmp/router.log")"
+  [[ $ready -eq 1 ]] || node_failed "the router never listed loop${echo_from:+ and echo} as ready: $(tail -5 "$tmp/router.log")"
 fi
 
 # ---- the tests -----------------------------------------------------------------------
 echo "sdk: openai $sdk_version on Node.js $(node --version) against $base"
-(cd "$cache" && LLMR_BASE_URL="$base/v1" node --test openai_sdk.test.mjs)
+[[ -n $echo_from ]] || echo "sdk: no gpt-oss tokenizer and chat template here: the harmony tests are skipped"
+(cd "$cache" && LLMR_BASE_URL="$base/v1" LLMR_ECHO_MODEL=${echo_from:+echo} \
+  node --test openai_sdk.test.mjs harmony_sdk.test.mjs)
 tests_rc=$?
 
 # ---- a clean stop --------------------------------------------------------------------
