@@ -179,6 +179,27 @@ static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit,
         emit(user, LLMR_HARMONY_CONTENT, s, n);
 }
 
+/* Whether the header's text so far can still begin a header: after any spaces (the
+ * recipient comes as " to=..." right after the prompt's role), its first bytes agree
+ * with the role, a channel's name, a recipient or a header's special token (the
+ * model's slips write them as text).  Text that cannot (a plain answer without a header) is the
+ * answer at once, not held until <|end|> or the header's limit.  Once false, false for
+ * every longer text, so the decision does not depend on how the text is split. */
+static bool could_be_header(const llmr_harmony_parser *p)
+{
+    static const char *const starts[] = {"assistant", "analysis", "commentary", "final",
+                                         "to=",       "<|channel|>", "<|constrain|>"};
+    size_t at = 0;
+    while (at < p->header_len && p->header[at] == ' ')
+        at++;
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+        size_t l = strlen(starts[i]), n = p->header_len - at < l ? p->header_len - at : l;
+        if (memcmp(p->header + at, starts[i], n) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void on_text(llmr_harmony_parser *p, const char *s, size_t n, llmr_harmony_emit_fn emit,
                     void *user);
 
@@ -189,6 +210,8 @@ static void header_append(llmr_harmony_parser *p, const char *s, size_t n,
     if (n <= take) {
         memcpy(p->header + p->header_len, s, n);
         p->header_len += n;
+        if (!could_be_header(p))
+            header_as_content(p, emit, user);
         return;
     }
     /* no header is this long (decided at the same byte however the text is split):

@@ -246,6 +246,26 @@ TEST(an_answer_without_any_header)
     CHECK_EQ_STR(f.content, "okplain text after the end");
 }
 
+/* Text that cannot begin a header is the answer as it comes, not held until the end
+ * (a stream of a model that writes no headers streams). */
+TEST(text_that_cannot_begin_a_header_streams_at_once)
+{
+    llmr_harmony_ids ids = llmr_harmony_gpt_oss_ids();
+    llmr_harmony_parser p;
+    llmr_harmony_parser_init(&p, &ids);
+    fields f = {0};
+    llmr_harmony_feed(&p, -1, "\n", 1, on_piece, &f);
+    CHECK_EQ_STR(f.content, "\n");
+    llmr_harmony_feed(&p, -1, "Hi", 2, on_piece, &f);
+    CHECK_EQ_STR(f.content, "\nHi");
+    /* a channel's name or a recipient may still be a header: held */
+    llmr_harmony_parser_init(&p, &ids);
+    fields g = {0};
+    llmr_harmony_feed(&p, -1, " to=functions.f", 15, on_piece, &g);
+    llmr_harmony_feed(&p, -1, "analy", 5, on_piece, &g);
+    CHECK_EQ_STR(g.content, "");
+}
+
 TEST(a_plain_answer_may_hold_angle_brackets_and_channel_words)
 {
     const char *s[] = {"Hello <b>friend</b>! 3 < 4, the final word.", "#R", NULL};
@@ -305,6 +325,7 @@ int main(void)
     RUN(a_plain_answer_may_hold_angle_brackets_and_channel_words);
     RUN(repeated_start_and_missing_end);
     RUN(an_answer_without_any_header);
+    RUN(text_that_cannot_begin_a_header_streams_at_once);
     RUN(a_header_too_long_to_be_one_is_the_answer);
     return llmr_test_finish();
 }
