@@ -109,21 +109,21 @@ static void emit_text(llmr_harmony_parser *p, const char *s, size_t n, llmr_harm
         emit(user, p->body, s, n);
 }
 
-/* The header is complete (<|message|>): the body's kind; a call starts. */
+/* The header is complete (<|message|>): the body's kind; a call starts.  Only a message
+ * to functions.NAME is a call (of a function the client offers); one to a tool of the
+ * model's own (python, browser.search) is its reasoning. */
 static void open_body(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void *user)
 {
     const char *to, *ch;
     size_t to_len, ch_len;
     read_header(p, &to, &to_len, &ch, &ch_len);
     p->state = ST_BODY;
-    if (to_len) {
-        if (to_len > 10 && memcmp(to, "functions.", 10) == 0) {
-            to += 10;
-            to_len -= 10;
-        }
+    if (to_len > 10 && memcmp(to, "functions.", 10) == 0) {
         p->body = LLMR_HARMONY_CALL_ARGS;
         p->calls++;
-        emit(user, LLMR_HARMONY_CALL_START, to, to_len);
+        emit(user, LLMR_HARMONY_CALL_START, to + 10, to_len - 10);
+    } else if (to_len) {
+        p->body = LLMR_HARMONY_REASONING;
     } else {
         p->body = ch_len == 8 && memcmp(ch, "analysis", 8) == 0 ? LLMR_HARMONY_REASONING
                                                                 : LLMR_HARMONY_CONTENT;
@@ -294,6 +294,8 @@ static void on_special(llmr_harmony_parser *p, int sp, llmr_harmony_emit_fn emit
             read_header(p, &to, &to_len, &ch, &ch_len);
             if (to_len)
                 open_body(p, emit, user);
+            else
+                header_as_content(p, emit, user); /* as at <|return|>: plain text was the answer */
         }
         close_body(p, emit, user);
         p->state = ST_DONE;

@@ -22,7 +22,8 @@
 typedef enum llmr_harmony_kind {
     LLMR_HARMONY_REASONING = 1, /* text of an analysis message */
     LLMR_HARMONY_CONTENT,       /* text of the answer (final, or commentary to no one) */
-    LLMR_HARMONY_CALL_START,    /* a tool call begins; text: the tool's name ("functions." dropped) */
+    LLMR_HARMONY_CALL_START,    /* a call of functions.NAME begins; text: NAME (a message to
+                                 * another recipient, a built-in tool, is REASONING) */
     LLMR_HARMONY_CALL_ARGS,     /* text of the call's arguments, as the model wrote them */
     LLMR_HARMONY_CALL_END,      /* the call is complete (no text) */
     LLMR_HARMONY_MESSAGE_END,   /* a message ended, whatever it was (no text) */

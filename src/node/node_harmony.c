@@ -107,3 +107,8 @@ const llmr_oai_answer *llmr_node_harmony_answer(const llmr_node_harmony *h)
 {
     return h->answer;
 }
+
+bool llmr_node_harmony_done(const llmr_node_harmony *h)
+{
+    return llmr_harmony_done(&h->parser);
+}

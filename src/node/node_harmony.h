@@ -7,6 +7,7 @@
 #define LLMR_NODE_NODE_HARMONY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,5 +31,8 @@ void llmr_node_harmony_feed(llmr_node_harmony *h, int32_t id, const char *text, 
 /* The generation ended: what the parser held back comes out, an open call ends. */
 void llmr_node_harmony_finish(llmr_node_harmony *h, json_t *deltas);
 const llmr_oai_answer *llmr_node_harmony_answer(const llmr_node_harmony *h);
+/* Whether the answer has ended (<|return|> or <|call|>, as a token or spelled out):
+ * what the engine generates after it would be dropped, so the request can stop. */
+bool llmr_node_harmony_done(const llmr_node_harmony *h);
 
 #endif

@@ -191,6 +191,8 @@ struct gen {
     bool sent_first;
     llmr_strbuf text;         /* the whole text (non-streamed) */
     llmr_node_harmony *harmony; /* a harmony model's chat, or NULL */
+    bool harmony_ended;       /* the answer ended before the engine did: cancelled, which
+                                 is a stop (engine thread only) */
     json_t *lp_pending;       /* harmony stream: logprobs of tokens not sent yet */
     json_t *lp;               /* chat: the logprobs content array; completions: unused */
     json_t *lp_tokens;        /* completions: [llmr_oai_token_logprob as JSON] kept for the end */
@@ -403,7 +405,7 @@ static void on_event(void *user, const llmr_gen_event *ev)
     gen *g = user;
     uint64_t now = llmr_now_ns();
     pthread_mutex_lock(&g->lock);
-    bool cancel = g->gone && g->have_id && !ev->finish;
+    bool gone = g->gone, cancel = gone && g->have_id && !ev->finish;
     pthread_mutex_unlock(&g->lock);
     if (ev->id >= 0) {
         if (!g->last_ns)
@@ -430,16 +432,28 @@ static void on_event(void *user, const llmr_gen_event *ev)
         else
             llmr_strbuf_append(&g->text, ev->text, ev->text_len);
     }
+    if (!cancel && !ev->finish && g->harmony && !g->harmony_ended &&
+        llmr_node_harmony_done(g->harmony)) {
+        /* <|return|> or <|call|> written as text (the special tokens end the generation
+         * themselves): nothing after it is part of the answer */
+        pthread_mutex_lock(&g->lock);
+        g->harmony_ended = cancel = g->have_id;
+        pthread_mutex_unlock(&g->lock);
+    }
     if (cancel)
         llmr_engine_host_cancel(g->n->host, g->request_id);
     if (!ev->finish)
         return;
     g->finish = ev->finish;
     g->status = ev->status;
+    if (g->harmony_ended && ev->status == LLMR_CANCELLED && !gone) {
+        g->finish = LLMR_ENGINE_FINISH_STOP;
+        g->status = LLMR_OK;
+    }
     if (g->harmony) {
         json_t *deltas = g->stream ? json_array() : NULL;
         llmr_node_harmony_finish(g->harmony, deltas);
-        if (g->stream && ev->status == LLMR_OK)
+        if (g->stream && g->status == LLMR_OK)
             send_deltas(g, deltas);
         json_decref(deltas);
     }
@@ -448,7 +462,7 @@ static void on_event(void *user, const llmr_gen_event *ev)
     g->completion_tokens = ev->completion_tokens;
     llmr_node_metrics_tokens(&g->n->metrics, ev->prompt_tokens, ev->completion_tokens);
     llmr_node_metrics_in_flight(&g->n->metrics, -1);
-    if (ev->status == LLMR_CANCELLED)
+    if (g->status == LLMR_CANCELLED)
         llmr_node_metrics_cancelled(&g->n->metrics);
     active_remove(g);
     if (g->stream)

@@ -38,7 +38,9 @@ typedef enum llmr_oai_kind { LLMR_OAI_CHAT, LLMR_OAI_COMPLETION } llmr_oai_kind;
  * "required" needs tools (else a 400).  For a harmony chat template
  * (llmr_oai_template_input), "none" offers the model no tools and a named function
  * only that one; nothing constrains decoding, so a model may still answer without a
- * call under "required" or a named function, and that answer is returned as it is. */
+ * call under "required" or a named function, and that answer is returned as it is.
+ * Other templates get no tools under "none" and refuse "required" and a named
+ * function (their answers are not read for calls). */
 typedef enum llmr_oai_tool_choice {
     LLMR_OAI_TOOL_AUTO = 0, /* the model decides (the default) */
     LLMR_OAI_TOOL_NONE,     /* no calls: a call the model makes anyway is text */
@@ -157,8 +159,10 @@ json_t *llmr_oai_chat_delta_chunk(const char *id, const char *model, int64_t cre
  * dropped, one assistant message per tool call with the arguments parsed when they
  * are JSON, each tool result moved after the call its tool_call_id names, content
  * parts joined into text; and the tools tool_choice offers (none for "none", only the
- * named one for a function), each with a description ("" when it has none).  false
- * (500) only without memory. */
+ * named one for a function), each with a description ("" when it has none).  Other
+ * templates' answers are not read for calls: tool_choice "none" offers them no tools,
+ * and "required" or a named function is refused (false, a 400 on tool_choice).  false
+ * (500) also without memory. */
 bool llmr_oai_template_input(const llmr_oai_request *r, bool harmony, json_t **messages,
                              json_t **tools, llmr_oai_error *err);
 

@@ -47,8 +47,12 @@ static json_t *plain_message(const json_t *m)
     return c;
 }
 
-/* An assistant message without its calls: reasoning as thinking, no null content. */
-static json_t *assistant_base(const json_t *m)
+/* An assistant message without its calls: reasoning as thinking, no null content.  With
+ * calls (with_calls), gpt-oss's template renders content or thinking as the analysis
+ * before the call and refuses both: a turn the model wrote as analysis, a commentary
+ * preamble and a call (which clients send back as it came) keeps its reasoning, the
+ * analysis it was, and drops the preamble. */
+static json_t *assistant_base(const json_t *m, bool with_calls)
 {
     json_t *c = json_copy((json_t *)m);
     if (!c)
@@ -74,6 +78,9 @@ static json_t *assistant_base(const json_t *m)
         json_decref(c);
         return NULL;
     }
+    if (with_calls && json_string_length(json_object_get(c, "thinking")) &&
+        json_string_length(json_object_get(c, "content")))
+        json_object_del(c, "content");
     return c;
 }
 
@@ -115,7 +122,7 @@ static bool split_calls(const json_t *messages, size_t i, bool *taken, json_t *o
     size_t k;
     json_t *call;
     json_array_foreach(calls, k, call) {
-        json_t *one = k == 0 ? assistant_base(m) : json_object();
+        json_t *one = k == 0 ? assistant_base(m, true) : json_object();
         json_t *list = json_array();
         bool ok = one && list && json_array_append_new(list, call_with_object_arguments(call)) == 0 &&
                   json_object_set_new(one, "role", json_string("assistant")) == 0 &&
@@ -156,7 +163,7 @@ static json_t *harmony_messages(const json_t *messages)
         else if (json_array_size(json_object_get(m, "tool_calls")) > 0)
             ok = split_calls(messages, i, taken, out);
         else
-            ok = json_array_append_new(out, assistant_base(m)) == 0;
+            ok = json_array_append_new(out, assistant_base(m, false)) == 0;
     }
     free(taken);
     if (!ok) {
@@ -206,8 +213,17 @@ bool llmr_oai_template_input(const llmr_oai_request *r, bool harmony, json_t **m
     *messages = NULL;
     *tools = NULL;
     if (!harmony) {
+        /* answers are not read for calls: nothing could honour a call asked for */
+        if (r->tool_choice == LLMR_OAI_TOOL_REQUIRED || r->tool_choice == LLMR_OAI_TOOL_FUNCTION) {
+            llmr_oai_error_set(err, 400, LLMR_OAI_INVALID, "unsupported_value", "tool_choice",
+                               "this model's answers are not read for tool calls (its chat template "
+                               "does not write the harmony format), so tool_choice \"required\" or "
+                               "a named function cannot be honoured; use \"auto\" or \"none\"");
+            return false;
+        }
         *messages = json_incref(r->messages);
-        *tools = json_incref(r->tools);
+        /* "none": the model is offered no tools */
+        *tools = r->tool_choice == LLMR_OAI_TOOL_NONE ? NULL : json_incref(r->tools);
         return true;
     }
     bool ok;

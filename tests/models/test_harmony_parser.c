@@ -186,6 +186,32 @@ TEST(the_recipient_before_the_channel)
     CHECK_EQ_STR(f.args[0], "{\"a\":1}");
 }
 
+/* Plain text without a header ended by <|call|> is the answer, as when <|return|> ends it */
+TEST(plain_text_ended_by_call_is_the_answer)
+{
+    const char *s[] = {"final words", "#L", NULL};
+    fields f = run_all_splits(s);
+    CHECK_EQ_INT(f.calls, 0);
+    CHECK_EQ_STR(f.content, "final words");
+}
+
+/* gpt-oss's built-in tools are not the client's functions: no call, the message is
+ * the model's reasoning */
+TEST(a_message_to_a_built_in_tool_is_reasoning)
+{
+    const char *s[] = {"#C", "analysis to=python code", "#M", "print(1)", "#L", NULL};
+    fields f = run_all_splits(s);
+    CHECK_EQ_INT(f.calls, 0);
+    CHECK_EQ_STR(f.reasoning, "print(1)");
+    CHECK_EQ_STR(f.content, "");
+    const char *t[] = {"#C", "commentary to=browser.search json", "#M", "{\"q\":1}", "#E", "#S", "assistant",
+                       "#C", "final", "#M", "ok", "#R", NULL};
+    f = run_all_splits(t);
+    CHECK_EQ_INT(f.calls, 0);
+    CHECK_EQ_STR(f.reasoning, "{\"q\":1}");
+    CHECK_EQ_STR(f.content, "ok");
+}
+
 TEST(a_special_token_glued_to_the_name)
 {
     const char *s[] = {"#C", "commentary to=functions.get_weather", "#C", "commentary", "#M", "{}", "#L", NULL};
@@ -318,6 +344,8 @@ int main(void)
     RUN(a_tool_call);
     RUN(three_calls_in_one_turn);
     RUN(the_recipient_before_the_channel);
+    RUN(a_message_to_a_built_in_tool_is_reasoning);
+    RUN(plain_text_ended_by_call_is_the_answer);
     RUN(a_special_token_glued_to_the_name);
     RUN(a_channel_name_without_its_special_token);
     RUN(special_tokens_spelled_out_in_text);

@@ -94,6 +94,32 @@ TEST(a_harmony_template_gets_gpt_oss_shape)
     llmr_oai_request_free(&r);
 }
 
+/* An answer sent back as it came: reasoning, a commentary preamble and a call.  gpt-oss's
+ * template refuses content and thinking together on a call turn: the reasoning stays. */
+TEST(a_call_turn_with_reasoning_and_a_preamble_keeps_the_reasoning)
+{
+    llmr_oai_request r;
+    parse_ok("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+             "{\"role\":\"assistant\",\"content\":\"Let me look.\",\"reasoning_content\":\"think\","
+             "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"a\","
+             "\"arguments\":\"{}\"}}]},"
+             "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"A\"}],"
+             "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\"}}]}",
+             &r);
+    json_t *m, *t;
+    llmr_oai_error err;
+    CHECK(llmr_oai_template_input(&r, true, &m, &t, &err));
+    EXPECT_JSON(m,
+                "[{\"role\":\"user\",\"content\":\"x\"},"
+                "{\"role\":\"assistant\",\"reasoning_content\":\"think\",\"thinking\":\"think\","
+                "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"a\","
+                "\"arguments\":{}}}]},"
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"A\"}]");
+    json_decref(m);
+    json_decref(t);
+    llmr_oai_request_free(&r);
+}
+
 TEST(tool_choice_decides_the_tools_offered)
 {
     llmr_oai_request r;
@@ -112,11 +138,24 @@ TEST(tool_choice_decides_the_tools_offered)
     EXPECT_JSON(t, "[{\"type\":\"function\",\"function\":{\"name\":\"b\",\"description\":\"\"}}]");
     json_decref(m);
     json_decref(t);
-    /* a template that is not harmony gets all of them, as before */
+    /* a template that is not harmony: its answers are not read for calls, so a named
+     * function cannot be honoured (a 400 on tool_choice); "auto" gives it every tool,
+     * "none" none */
+    CHECK(!llmr_oai_template_input(&r, false, &m, &t, &err));
+    CHECK_EQ_INT(err.status, 400);
+    CHECK_EQ_STR(err.param, "tool_choice");
+    llmr_oai_request_free(&r);
+    parse_ok("{\"model\":\"m\"," TOOLS ",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}", &r);
     CHECK(llmr_oai_template_input(&r, false, &m, &t, &err));
     CHECK(t == r.tools);
     json_decref(m);
     json_decref(t);
+    llmr_oai_request_free(&r);
+    parse_ok("{\"model\":\"m\"," TOOLS ",\"tool_choice\":\"none\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}",
+             &r);
+    CHECK(llmr_oai_template_input(&r, false, &m, &t, &err));
+    CHECK(t == NULL);
+    json_decref(m);
     llmr_oai_request_free(&r);
     parse_ok("{\"model\":\"m\"," TOOLS ",\"tool_choice\":\"required\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}",
              &r);
@@ -297,6 +336,7 @@ int main(void)
 {
     RUN(other_templates_get_the_request_as_it_is);
     RUN(a_harmony_template_gets_gpt_oss_shape);
+    RUN(a_call_turn_with_reasoning_and_a_preamble_keeps_the_reasoning);
     RUN(tool_choice_decides_the_tools_offered);
     RUN(reasoning_and_answer_come_apart);
     RUN(calls_are_tool_calls);
