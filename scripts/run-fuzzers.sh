@@ -18,6 +18,7 @@ mkdir -p "$work/seeds/harmony"
 printf '\003analysis\002User greets.\001\000assistant\003final\002Hello!\005' >"$work/seeds/harmony/reason-final.bin"
 printf '\003commentary to=functions.get_weather \004json\002{"city":\007"Paris"}\006' >"$work/seeds/harmony/call.bin"
 printf '<|channel|>analysis<|message|>x<|end|>\007<|start|>assistant<|channel|>final<|message|>y' >"$work/seeds/harmony/spelled.bin"
+printf '\000\000imentary to=functions.get_weather \004json\002{}\006' >"$work/seeds/harmony/plain-then-recipient.bin"
 # a header-less answer past the header limit (a character across it), then a header
 { printf '\000'; head -c 255 /dev/zero | tr '\0' x; printf '\303\251\003final\002ok\005'; } \
   >"$work/seeds/harmony/long-then-header.bin"

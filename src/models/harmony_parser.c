@@ -152,8 +152,9 @@ static bool has_spelled(const llmr_harmony_parser *p, int sp)
 }
 
 /* Header text that was not a header after all (no <|message|> came, or too long): it
- * is the answer. */
-static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void *user)
+ * is the answer.  plain: its start already said it cannot be a header (could_be_header),
+ * so a recipient further on is words of the answer too. */
+static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void *user, bool plain)
 {
     const char *to, *ch;
     size_t to_len, ch_len;
@@ -161,7 +162,8 @@ static void header_as_content(llmr_harmony_parser *p, llmr_harmony_emit_fn emit,
     /* a recipient, or a <|channel|> or <|constrain|> (the only special tokens a header
      * keeps as text): a header cut short.  A channel's name alone, or a '<', may well
      * be a word of a plain answer. */
-    bool looks_like_header = to_len || has_spelled(p, SP_CHANNEL) || has_spelled(p, SP_CONSTRAIN);
+    bool looks_like_header =
+        !plain && (to_len || has_spelled(p, SP_CHANNEL) || has_spelled(p, SP_CONSTRAIN));
     size_t n = p->header_len;
     p->header_len = 0;
     if (looks_like_header || !n)
@@ -200,6 +202,13 @@ static bool could_be_header(const llmr_harmony_parser *p)
     return false;
 }
 
+/* Plain text so far (no <|channel|> or <|constrain|> in it) that no header starts with:
+ * the answer, at once and whole (a recipient further on is words of it). */
+static bool plain_text(const llmr_harmony_parser *p)
+{
+    return !could_be_header(p) && !has_spelled(p, SP_CHANNEL) && !has_spelled(p, SP_CONSTRAIN);
+}
+
 static void on_text(llmr_harmony_parser *p, const char *s, size_t n, llmr_harmony_emit_fn emit,
                     void *user);
 
@@ -210,8 +219,8 @@ static void header_append(llmr_harmony_parser *p, const char *s, size_t n,
     if (n <= take) {
         memcpy(p->header + p->header_len, s, n);
         p->header_len += n;
-        if (!could_be_header(p))
-            header_as_content(p, emit, user);
+        if (plain_text(p))
+            header_as_content(p, emit, user, true);
         return;
     }
     /* no header is this long (decided at the same byte however the text is split):
@@ -242,7 +251,7 @@ static void header_append(llmr_harmony_parser *p, const char *s, size_t n,
         memcpy(whole + have, s + take, more);
     }
     p->header_len = cut;
-    header_as_content(p, emit, user);
+    header_as_content(p, emit, user, plain_text(p));
     p->header_len = 0;
     on_text(p, whole, have + more, emit, user);
     on_text(p, s + take + more, n - take - more, emit, user);
@@ -270,7 +279,7 @@ static void on_special(llmr_harmony_parser *p, int sp, llmr_harmony_emit_fn emit
         if (p->header_len + strlen(spelled[sp]) > LLMR_HARMONY_HEADER_MAX) {
             /* no header is this long: what came before was none, and the token
              * starts one (its spelling is never text) */
-            header_as_content(p, emit, user);
+            header_as_content(p, emit, user, false);
             p->header_len = 0;
             p->state = ST_HEADER;
         }
@@ -282,7 +291,7 @@ static void on_special(llmr_harmony_parser *p, int sp, llmr_harmony_emit_fn emit
         break; /* a stray one in a body: nothing */
     case SP_END:
         if (p->state == ST_HEADER)
-            header_as_content(p, emit, user); /* a message of text without a header */
+            header_as_content(p, emit, user, false); /* a message of text without a header */
         close_body(p, emit, user);
         p->state = ST_BETWEEN;
         p->header_len = 0;
@@ -295,14 +304,14 @@ static void on_special(llmr_harmony_parser *p, int sp, llmr_harmony_emit_fn emit
             if (to_len)
                 open_body(p, emit, user);
             else
-                header_as_content(p, emit, user); /* as at <|return|>: plain text was the answer */
+                header_as_content(p, emit, user, false); /* as at <|return|>: plain text was the answer */
         }
         close_body(p, emit, user);
         p->state = ST_DONE;
         break;
     case SP_RETURN:
         if (p->state == ST_HEADER)
-            header_as_content(p, emit, user);
+            header_as_content(p, emit, user, false);
         close_body(p, emit, user);
         p->state = ST_DONE;
         break;
@@ -406,7 +415,7 @@ void llmr_harmony_finish(llmr_harmony_parser *p, llmr_harmony_emit_fn emit, void
 {
     flush_pending(p, emit, user);
     if (p->state == ST_HEADER)
-        header_as_content(p, emit, user);
+        header_as_content(p, emit, user, false);
     close_body(p, emit, user); /* a call whose <|call|> never came ends here */
     p->state = ST_DONE;
 }

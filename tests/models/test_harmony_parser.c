@@ -284,6 +284,12 @@ TEST(text_that_cannot_begin_a_header_streams_at_once)
     CHECK_EQ_STR(f.content, "\n");
     llmr_harmony_feed(&p, -1, "Hi", 2, on_piece, &f);
     CHECK_EQ_STR(f.content, "\nHi");
+    /* once the start says plain text, a recipient further on is words of it, however
+     * the text is split (a case the fuzzer found) */
+    const char *s[] = {"#S", "hello to=functions.f now", "#E", NULL};
+    fields h = run_all_splits(s);
+    CHECK_EQ_STR(h.content, "hello to=functions.f now");
+    CHECK_EQ_INT(h.calls, 0);
     /* a channel's name or a recipient may still be a header: held */
     llmr_harmony_parser_init(&p, &ids);
     fields g = {0};
