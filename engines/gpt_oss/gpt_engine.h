@@ -46,6 +46,7 @@ struct llmr_engine_model {
     uint32_t context;
     uint64_t weight_bytes;
     bool ignore_eos;
+    bool host_sampler; /* every token sampled on the CPU (load option "host_sampler") */
 #ifdef LLMR_GPT_CUDA
     gpt_cuda *gpu; /* NULL: the CPU path */
 #endif
@@ -69,6 +70,8 @@ typedef struct request {
     bool done;
     bool gpu_pick;        /* the GPU path may pick its tokens (no CPU-only option) */
     float temperature;
+    uint32_t top_k;       /* gpu_pick: the filters the GPU's pick applies (0, 1, 0: off) */
+    float top_p, min_p;
     uint64_t seed;
     bool want_logprob;
     float *row;           /* the GPU path's row of logits for the CPU sampler (not gpu_pick) */

@@ -12,7 +12,9 @@
  * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
  * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV cache
  * holds (default 4); "kv_pool_mb": the full-attention layers' KV cache in MiB instead;
- * "ignore_eos": 1 generates through EOS ids (benchmarks).  The host's max_batch is how
+ * "ignore_eos": 1 generates through EOS ids (benchmarks); "host_sampler": 1 samples every
+ * token on the CPU from its row of logits, as before the GPU's pick took top_k, top_p and
+ * min_p (a comparison, and a way around it).  The host's max_batch is how
  * many requests the step loop runs together (default 16 on the CPU, 256 on the GPU). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -227,6 +229,7 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     e->context = context_of(&e->m.cfg, p);
     e->weight_bytes = desc->total_bytes;
     e->ignore_eos = llmr_engine_option_u64(p->options_json, "ignore_eos", 0) != 0;
+    e->host_sampler = llmr_engine_option_u64(p->options_json, "host_sampler", 0) != 0;
 #ifdef LLMR_GPT_CUDA
     if (use_gpu(p) && (st = load_gpu(e, desc, p)) != LLMR_OK) {
         model_destroy(e);
@@ -358,12 +361,15 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
         r->on_token = on_token;
         r->user = user;
         r->sampler = gpt_sampler_create(&sp, c->vocab, p->prompt, p->prompt_len, &why);
-        /* what the GPU's pick does: temperature (greedy below 1e-5) and the logprob */
-        r->gpu_pick = p->top_p >= 1.0f && (p->top_k == 0 || p->top_k >= c->vocab) &&
-                      p->min_p <= 0.0f && p->repetition_penalty == 1.0f &&
+        /* what the GPU's pick does: temperature (greedy below 1e-5), top_k, top_p, min_p
+         * and the logprob; penalties and top_logprobs are the CPU sampler's */
+        r->gpu_pick = !e->host_sampler && p->repetition_penalty == 1.0f &&
                       p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f &&
                       p->top_logprobs == 0;
         r->temperature = p->temperature;
+        r->top_k = p->top_k;
+        r->top_p = p->top_p;
+        r->min_p = p->min_p;
         r->seed = p->seed;
         r->want_logprob = p->logprobs != 0;
         if (on_gpu(e) && !r->gpu_pick) /* the row the CPU sampler reads */

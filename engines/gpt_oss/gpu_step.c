@@ -1,8 +1,10 @@
 /* A step of the GPU path's step loop (step_loop.c): the scheduler's items become
  * gpt_cuda items (tokens, positions, block tables, how each is sampled) and run through
- * the model in one forward pass.  A request that asks only for temperature (and the
- * logprob) is picked on the GPU; the others' rows of logits come to the host for the CPU
- * sampler (sampler.h); a logits() request gets the rows of its prompt.  See
+ * the model in one forward pass.  A request whose sampling the GPU's pick does
+ * (temperature, top_k, top_p, min_p, the logprob) is picked there; one with penalties or
+ * top_logprobs has its row of logits come to the host for the CPU sampler (sampler.h), as
+ * every request does with the load option "host_sampler"; a logits() request gets the
+ * rows of its prompt.  See
  * gpt_engine.h. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -55,6 +57,9 @@ static void describe_item(const llmr_sched_item *si, gpt_cuda_item *it, uint32_t
         it->temperature = r->temperature;
         it->seed = r->seed;
         it->draw = q->len - q->prompt_len; /* the same after a preemption */
+        it->top_k = r->top_k;
+        it->top_p = r->top_p;
+        it->min_p = r->min_p;
     } else {
         it->logits = r->row;
         it->logits_from = si->count - 1;

@@ -3,7 +3,8 @@
  * through the engine ABI alone: load time, prefill throughput per prompt length,
  * time to first token, decode throughput per context length, and the memory the
  * engine says it holds.  Prompts are pseudo-random token ids from a seeded generator;
- * decoding is greedy and runs through EOS ids (the load option "ignore_eos").
+ * decoding is greedy unless sampling options say otherwise, and runs through EOS ids
+ * (the load option "ignore_eos").
  *
  * Definitions (the peer script tests/gpu/bench_transformers.py uses the same):
  *   TTFT         the first token event's time_ns minus the clock just before submit;
@@ -48,7 +49,14 @@ static bool parse_args(int argc, char **argv, llmr_engine_bench_args *a)
                    {"--ttft-prompt", 1, INT32_MAX, &a->ttft_prompt},
                    {"--runs", 1, 1000, &a->runs},
                    {"--context", 1, INT32_MAX, &a->context},
-                   {"--seed", 0, INT64_MAX, &a->seed}};
+                   {"--seed", 0, INT64_MAX, &a->seed},
+                   {"--top-k", 0, INT32_MAX, &a->top_k}};
+    struct {
+        const char *name;
+        double lo, hi, *value;
+    } reals[] = {{"--temperature", 0.0, 100.0, &a->temperature},
+                 {"--top-p", 0.0, 1.0, &a->top_p},
+                 {"--min-p", 0.0, 1.0, &a->min_p}};
     const char *prompts = "128,1024,4096", *contexts = "0,4096,32768";
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
@@ -64,6 +72,22 @@ static bool parse_args(int argc, char **argv, llmr_engine_bench_args *a)
                                (unsigned long long)numbers[k].hi);
                 bad = true;
             }
+        }
+        for (size_t k = 0; k < sizeof reals / sizeof reals[0] && !number; k++) {
+            if (!llmr_cli_option(argc, argv, &i, reals[k].name, &v, &bad))
+                continue;
+            number = true;
+            char *end = NULL;
+            double x = bad ? 0.0 : strtod(v, &end);
+            if (!bad && (end == v || *end || !(x >= reals[k].lo && x <= reals[k].hi) ||
+                         (reals[k].value == &a->top_p && x == 0.0))) {
+                llmr_cli_error(CMD, "%s takes a number %s%g to %g", reals[k].name,
+                               reals[k].value == &a->top_p ? "above " : "from ", reals[k].lo,
+                               reals[k].hi);
+                bad = true;
+            }
+            if (!bad)
+                *reals[k].value = x;
         }
         if (number)
             continue;
@@ -256,6 +280,9 @@ static int bench_run(llmr_engine_bench *b, const llmr_config *cfg)
     json_object_set_new(out, "runs", json_integer((json_int_t)a->runs));
     json_object_set_new(out, "decode_tokens", json_integer((json_int_t)a->decode_tokens));
     json_object_set_new(out, "seed", json_integer((json_int_t)a->seed));
+    json_object_set_new(out, "sampling",
+                        json_pack("{s:f, s:f, s:I, s:f}", "temperature", a->temperature, "top_p", a->top_p,
+                                  "top_k", (json_int_t)a->top_k, "min_p", a->min_p));
     json_object_set_new(out, "skipped", json_incref(b->skipped));
     rc = emit(a, out) ? LLMR_EXIT_OK : LLMR_EXIT_FAILED;
 done:
@@ -266,7 +293,8 @@ done:
 
 int llmr_bench_engine(int argc, char **argv, const llmr_config *cfg)
 {
-    llmr_engine_bench b = {.a = {.decode_tokens = 128, .ttft_prompt = 100, .runs = 3, .seed = 1}};
+    llmr_engine_bench b = {.a = {.decode_tokens = 128, .ttft_prompt = 100, .runs = 3, .seed = 1,
+                                 .top_p = 1.0}};
     int rc = parse_args(argc, argv, &b.a) ? bench_run(&b, cfg) : LLMR_EXIT_USAGE;
     free(b.a.prompts);
     free(b.a.contexts);

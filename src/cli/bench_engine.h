@@ -19,6 +19,8 @@ typedef struct llmr_engine_bench_args {
     int32_t *prompts, *contexts; /* --prompts (each >= 1) and --contexts */
     uint32_t n_prompts, n_contexts;
     uint64_t decode_tokens, ttft_prompt, runs, context, seed;
+    double temperature, top_p, min_p; /* the sampling of every request (0, 1, 0: greedy) */
+    uint64_t top_k;
 } llmr_engine_bench_args;
 
 typedef struct llmr_engine_bench {
@@ -38,8 +40,8 @@ typedef struct llmr_engine_bench {
 void llmr_engine_bench_row(const char *what, double value, const char *unit, uint64_t runs);
 /* Reads GPU 0's used memory into the peak (nothing without NVML). */
 void llmr_engine_bench_sample_vram(llmr_engine_bench *b);
-/* One greedy request of a fresh random prompt; false (the engine's words printed) when
- * it failed or ended without a token. */
+/* One request of a fresh random prompt, sampled as the args say (greedy by default);
+ * false (the engine's words printed) when it failed or ended without a token. */
 bool llmr_engine_bench_request(llmr_engine_bench *b, uint32_t prompt_len, uint32_t max_tokens,
                                llmr_timed_request *t);
 /* Prefill per --prompts and TTFT, into out's "prefill", "ttft_ms" and "ttft_prompt". */

@@ -39,7 +39,10 @@ bool llmr_engine_bench_request(llmr_engine_bench *b, uint32_t prompt_len, uint32
     p.prompt = b->prompt;
     p.prompt_len = prompt_len;
     p.max_tokens = max_tokens;
-    p.temperature = 0;
+    p.temperature = (float)b->a.temperature;
+    p.top_p = (float)b->a.top_p;
+    p.top_k = (uint32_t)b->a.top_k;
+    p.min_p = (float)b->a.min_p;
     p.seed = b->a.seed;
     llmr_strbuf err = LLMR_STRBUF_INIT;
     llmr_status st = llmr_timed_request_run(&b->e, &p, t, &err);

@@ -140,7 +140,7 @@ int main(int argc, char **argv)
     CUDA_OK(cudaMemcpy(dtables, tables.data(), blocks * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(eids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(lrows, lr.data(), TMAX * 4, cudaMemcpyHostToDevice));
-    std::vector<PickRow> pr(TMAX, PickRow{0.0f, 0, 1, 0});
+    std::vector<PickRow> pr(TMAX, PickRow{0.0f, 0, 1, 0, 0, 0});
     PickRow *dpr = dev<PickRow>(TMAX);
     CUDA_OK(cudaMemcpy(dpr, pr.data(), TMAX * sizeof(PickRow), cudaMemcpyHostToDevice));
     PickOut *pout = dev<PickOut>(TMAX);

@@ -819,7 +819,7 @@ static void check_pick_rows()
     float *dl = upload(logits);
     void *scratch = nullptr;
     CUDA_OK(cudaMalloc(&scratch, k_pick_rows_scratch_bytes(2000)));
-    std::vector<PickRow> rows = {PickRow{0.0f, 0, 0, 0}, PickRow{0.0f, 0, 0, 0}};
+    std::vector<PickRow> rows = {PickRow{0.0f, 0, 0, 0, 0, 0}, PickRow{0.0f, 0, 0, 0, 0, 0}};
     PickOut *dout = dev<PickOut>(2000);
     check(k_pick_rows(dout, upload(rows), dl, 2, V, scratch, 0), "k_pick_rows");
     auto got = download(dout, 2);
@@ -839,7 +839,7 @@ static void check_pick_rows()
     for (uint32_t l = 0; l < launches; l++) {
         std::vector<PickRow> pr(R);
         for (uint32_t r = 0; r < R; r++)
-            pr[r] = PickRow{2.0f, 0, 42, (uint64_t)l * R + r};
+            pr[r] = PickRow{2.0f, 0, 42, (uint64_t)l * R + r, 0, 0};
         check(k_pick_rows(dout, upload(pr), dsm, R, 4, scratch, 0), "k_pick_rows");
         for (const PickOut &o : download(dout, R))
             counts[o.id & 3]++;
@@ -853,6 +853,126 @@ static void check_pick_rows()
         worst = z > worst ? z : worst;
     }
     report("k_pick_rows", "T=2: worst |freq - p| in std devs (20000)", worst, 4.5);
+}
+
+/* The CPU sampler's filters (sampler.c) by their definition: the order is logit
+ * descending then id ascending; top_k keeps its first k, top_p the shortest prefix of
+ * those whose weight reaches top_p of theirs, min_p the weights >= min_p.  How many
+ * tokens stay (a prefix of the order). */
+static size_t kept_by_definition(const std::vector<float> &l, const std::vector<uint32_t> &order,
+                                 float T, uint32_t top_k, float top_p, float min_p)
+{
+    size_t n = order.size();
+    if (top_k > 0 && top_k < n)
+        n = top_k;
+    double mx = l[order[0]];
+    if (top_p > 0 && top_p < 1) {
+        double total = 0, acc = 0;
+        for (size_t j = 0; j < n; j++)
+            total += exp((l[order[j]] - mx) / T);
+        size_t j = 0;
+        while (j < n && acc < top_p * total)
+            acc += exp((l[order[j++]] - mx) / T);
+        n = j;
+    }
+    if (min_p > 0) {
+        size_t j = 0;
+        while (j < n && exp((l[order[j]] - mx) / T) >= min_p)
+            j++;
+        n = j;
+    }
+    return n;
+}
+
+static void check_pick_cuts()
+{
+    const uint32_t V = 201088;
+    struct Case {
+        float T;
+        uint32_t k;
+        float p, minp;
+        bool ties;
+    } cases[] = {{1.0f, 50, 0, 0, false},     {0.7f, 0, 0.9f, 0, false},  {1.0f, 0, 0.5f, 0.05f, false},
+                 {1.3f, 1000, 0.95f, 0, false}, {1.0f, 0, 0, 0.2f, false}, {1.0f, 7, 0, 0, true},
+                 {1.0f, 0, 0.3f, 0, true},     {0.5f, 40000, 0.99f, 0, false}};
+    const uint32_t R = sizeof cases / sizeof cases[0];
+    std::vector<float> logits;
+    std::vector<PickRow> rows;
+    for (uint32_t r = 0; r < R; r++) {
+        auto row = random_f32(V, 6.0f);
+        if (cases[r].ties) /* ten equal best logits, some across slices: the cut falls among them */
+            for (uint32_t j = 0; j < 10; j++)
+                row[(j * 19997u + 11u) % V] = 9.0f;
+        logits.insert(logits.end(), row.begin(), row.end());
+        rows.push_back(PickRow{cases[r].T, cases[r].k, 1, 0, cases[r].p, cases[r].minp});
+    }
+    PickCut *dcut = dev<PickCut>(R);
+    check(k_pick_cuts(dcut, upload(rows), upload(logits), R, V, 0), "k_pick_cuts");
+    auto cuts = download(dcut, R);
+    for (uint32_t r = 0; r < R; r++) {
+        std::vector<float> l(logits.begin() + (size_t)r * V, logits.begin() + (size_t)(r + 1) * V);
+        std::vector<uint32_t> order(V);
+        for (uint32_t i = 0; i < V; i++)
+            order[i] = i;
+        std::sort(order.begin(), order.end(),
+                  [&](uint32_t a, uint32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+        size_t want = kept_by_definition(l, order, cases[r].T, cases[r].k, cases[r].p, cases[r].minp);
+        /* the cut keeps exactly the first `want` of the order */
+        size_t bad = 0;
+        for (uint32_t j = 0; j < V; j++) {
+            uint32_t i = order[j];
+            bool kept = l[i] > cuts[r].t || (l[i] == cuts[r].t && (int32_t)i <= cuts[r].id_max);
+            bad += kept != (j < want);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "T %.1f k %u p %.2f min_p %.2f%s: %zu kept", cases[r].T, cases[r].k,
+                 cases[r].p, cases[r].minp, cases[r].ties ? ", ties" : "", want);
+        report("k_pick_cuts", what, (double)bad, 0);
+    }
+
+    /* draws through the filters over 6 logits, 2000 rows a launch: frequencies against
+     * the kept tokens' renormalised softmax(l / T) */
+    const uint32_t N = 2000, launches = 10;
+    const float six[6] = {3.0f, 2.5f, 2.0f, 1.0f, 0.5f, 0.0f};
+    std::vector<float> small;
+    for (uint32_t r = 0; r < N; r++)
+        small.insert(small.end(), six, six + 6);
+    float *dsm = upload(small);
+    void *scratch = nullptr;
+    CUDA_OK(cudaMalloc(&scratch, k_pick_rows_scratch_bytes(N)));
+    PickOut *dout = dev<PickOut>(N);
+    struct Draw {
+        uint32_t k;
+        float p, minp;
+        uint32_t kept;
+    } draws[] = {{3, 0, 0, 3}, {0, 0.6f, 0, 0}, {0, 0, 0.3f, 0}};
+    for (Draw &d : draws) {
+        std::vector<float> l(six, six + 6);
+        std::vector<uint32_t> order = {0, 1, 2, 3, 4, 5};
+        d.kept = (uint32_t)kept_by_definition(l, order, 1.0f, d.k, d.p, d.minp);
+        std::vector<int> counts(6, 0);
+        for (uint32_t L = 0; L < launches; L++) {
+            std::vector<PickRow> pr(N);
+            for (uint32_t r = 0; r < N; r++)
+                pr[r] = PickRow{1.0f, d.k, 7, (uint64_t)L * N + r, d.p, d.minp};
+            check(k_pick_rows(dout, upload(pr), dsm, N, 6, scratch, 0), "k_pick_rows");
+            for (const PickOut &o : download(dout, N))
+                counts[o.id >= 0 && o.id < 6 ? o.id : 5]++;
+        }
+        double norm = 0, worst = 0;
+        for (uint32_t i = 0; i < d.kept; i++)
+            norm += exp(six[i]);
+        for (uint32_t i = 0; i < 6; i++) {
+            double pr = i < d.kept ? exp(six[i]) / norm : 0.0, f = (double)counts[i] / (N * launches);
+            double z = pr > 0 && pr < 1 ? fabs(f - pr) / sqrt(pr * (1 - pr) / (N * launches))
+                                        : (f == pr ? 0.0 : 1e9);
+            worst = z > worst ? z : worst;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "draws, k %u p %.1f min_p %.1f (%u kept): worst in std devs", d.k, d.p,
+                 d.minp, d.kept);
+        report("k_pick_rows", what, worst, 4.5);
+    }
 }
 
 int main()
@@ -899,6 +1019,7 @@ int main()
     check_attention_paged(4, 2, 16, 0, {300, 37}, {100, 1}, 1);
     check_attention_paged(4, 2, 16, 128, {194, 20}, {64, 1}, 2);
     check_pick_rows();
+    check_pick_cuts();
     gpt_pool_free(pool);
     printf("RESULT kernels %s (%d failing)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;

@@ -83,7 +83,9 @@ typedef struct gpt_cuda_item {
     bool pick;               /* pick the next token from the last row, on the GPU */
     float temperature;       /* greedy below 1e-5 (the CPU sampler's threshold), else an */
     uint64_t seed;           /* exact draw from softmax(logits / temperature) by the */
-    uint64_t draw;           /* Gumbel-max trick keyed by (seed, draw) */
+    uint64_t draw;           /* Gumbel-max trick keyed by (seed, draw), over the tokens */
+    uint32_t top_k;          /* that top_k, top_p and min_p keep, as the CPU sampler */
+    float top_p, min_p;      /* filters (0, 1 and 0: off) */
     float *logits;           /* host or NULL: rows logits_from..count-1 of the item go to */
     uint32_t logits_from;    /* logits + (row - logits_from) * vocab */
     int32_t picked;          /* out, with pick: the id, and its log-softmax at */

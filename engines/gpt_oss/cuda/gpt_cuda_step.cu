@@ -255,8 +255,8 @@ static llmr_status plan_step(gpt_cuda *g, const gpt_cuda_item *items, uint32_t n
         const gpt_cuda_item *it = &items[i];
         if (it->pick) {
             lrows[picks] = (int32_t)(t0 + it->count - 1);
-            prow[picks] = PickRow{it->temperature < 1e-5f ? 0.0f : it->temperature, 0, it->seed,
-                                  it->draw};
+            prow[picks] = PickRow{it->temperature < 1e-5f ? 0.0f : it->temperature, it->top_k,
+                                  it->seed, it->draw, it->top_p, it->min_p};
             p->rows[picks++] = LogitRow{t0 + it->count - 1, (int32_t)i, NULL};
         }
         t0 += it->count;

@@ -1,10 +1,12 @@
 /* Picking the next token on the GPU from rows of logits: greedy, or an exact draw from
- * softmax(logits / temperature) by the Gumbel-max trick with a counter-based generator
+ * softmax(logits / temperature) over the tokens the row's top_k, top_p and min_p keep
+ * (their cut: k_pick_cut.cu) by the Gumbel-max trick with a counter-based generator
  * keyed by (seed, step), and the log-softmax (temperature 1) of what was picked.
  *
- * Two launches: blocks each take a contiguous slice of a row's vocabulary (its max, the
- * argmax of the perturbed logits, the sum of exp against its own max), then one block per
- * row merges the slices.  Ties keep the lower id, as the CPU sampler does. */
+ * Three launches: the cuts; blocks each take a contiguous slice of a row's vocabulary
+ * (its max, the argmax of the perturbed logits of the kept tokens, the sum of exp
+ * against its own max); one block per row merges the slices.  Ties keep the lower id,
+ * as the CPU sampler does. */
 #include <float.h>
 
 #include "device_util.cuh"
@@ -86,7 +88,7 @@ static __device__ float block_sum(float v)
 
 /* The slice [lo, hi) of one row: its part. */
 static __device__ PickPart scan_slice(const float *logits, uint32_t lo, uint32_t hi,
-                                      float temperature, uint64_t seed, uint64_t step)
+                                      float temperature, uint64_t seed, uint64_t step, PickCut cut)
 {
     float best = -FLT_MAX, mx = -FLT_MAX;
     int32_t id = 0x7fffffff;
@@ -94,7 +96,8 @@ static __device__ PickPart scan_slice(const float *logits, uint32_t lo, uint32_t
         float l = logits[i];
         l = l == l ? l : -INFINITY; /* a NaN is never picked */
         mx = fmaxf(mx, l);
-        float score = temperature > 0 ? l / temperature + gumbel(seed, step, i) : l;
+        bool kept = l > cut.t || (l == cut.t && (int32_t)i <= cut.id_max);
+        float score = temperature <= 0 ? l : kept ? l / temperature + gumbel(seed, step, i) : -INFINITY;
         better(best, id, score, (int32_t)i); /* ascending i per thread */
     }
     block_best_max(best, id, mx);
@@ -128,6 +131,7 @@ static __device__ void merge_parts(const PickPart *parts, uint32_t n, const floa
 
 __global__ void __launch_bounds__(PICK_THREADS) pick_rows_slice_kernel(PickPart *parts,
                                                                        const PickRow *rows,
+                                                                       const PickCut *cuts,
                                                                        const float *logits,
                                                                        uint32_t vocab,
                                                                        uint32_t slices)
@@ -137,7 +141,8 @@ __global__ void __launch_bounds__(PICK_THREADS) pick_rows_slice_kernel(PickPart 
     const uint32_t r = blockIdx.y, per = (vocab + slices - 1) / slices;
     const uint32_t lo = blockIdx.x * per, hi = min(vocab, lo + per);
     const PickRow row = rows[r];
-    PickPart p = scan_slice(logits + (size_t)r * vocab, lo, hi, row.temperature, row.seed, row.step);
+    PickPart p = scan_slice(logits + (size_t)r * vocab, lo, hi, row.temperature, row.seed, row.step,
+                            cuts[r]);
     if (threadIdx.x == 0)
         parts[(size_t)r * slices + blockIdx.x] = p;
 }
@@ -160,7 +165,7 @@ __global__ void __launch_bounds__(ROW_SLICES_MAX) pick_rows_merge_kernel(PickOut
 
 size_t k_pick_rows_scratch_bytes(uint32_t rows)
 {
-    return (size_t)rows * ROW_SLICES_MAX * sizeof(PickPart);
+    return (size_t)rows * (ROW_SLICES_MAX * sizeof(PickPart) + sizeof(PickCut));
 }
 
 cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
@@ -172,8 +177,12 @@ cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, 
     uint32_t slices = (1056 + R - 1) / R;
     slices = slices < 1 ? 1 : slices > ROW_SLICES_MAX ? ROW_SLICES_MAX : slices;
     PickPart *parts = static_cast<PickPart *>(scratch);
-    LAUNCH(pick_rows_slice_kernel, dim3(slices, R), PICK_THREADS, 0, s, parts, rows, logits, vocab,
-           slices);
+    PickCut *cuts = reinterpret_cast<PickCut *>(parts + (size_t)R * ROW_SLICES_MAX);
+    cudaError_t e = k_pick_cuts(cuts, rows, logits, R, vocab, s);
+    if (e != cudaSuccess)
+        return e;
+    LAUNCH(pick_rows_slice_kernel, dim3(slices, R), PICK_THREADS, 0, s, parts, rows, cuts, logits,
+           vocab, slices);
     LAUNCH(pick_rows_merge_kernel, R, ROW_SLICES_MAX, 0, s, out, logits, parts, vocab, slices);
     return cudaGetLastError();
 }

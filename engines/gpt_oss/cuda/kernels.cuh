@@ -84,21 +84,35 @@ cudaError_t k_attention_paged(f16 *out_hi, f16 *out_lo, float *out_f, float *scr
                               uint32_t splits, cudaStream_t s);
 size_t k_attention_paged_scratch_floats(uint32_t rows, uint32_t heads, uint32_t hd);
 
-/* How one row of a step is picked (device memory): temperature <= 0 is greedy. */
+/* How one row of a step is picked (device memory): temperature <= 0 is greedy; else a
+ * draw from softmax(logits / temperature) over the tokens top_k, top_p and min_p keep,
+ * as the CPU sampler filters (sampler.h; top_k 0 or >= vocab, top_p <= 0 or >= 1 and
+ * min_p <= 0 are off). */
 struct PickRow {
     float temperature;
-    uint32_t pad;
+    uint32_t top_k;
     uint64_t seed;
     uint64_t step; /* draws so far: keys the noise with the seed */
+    float top_p, min_p;
 };
 struct PickOut {
     int32_t id;
     float logprob; /* log-softmax at temperature 1 */
 };
-/* out[r] from logits [R][vocab] with rows[r], as k_pick picks.  scratch:
- * k_pick_rows_scratch_bytes(R) of device memory. */
+/* Where a row's filters cut the order of its tokens (logit descending, id ascending):
+ * a token is kept when its logit is above t, or equal to t with an id up to id_max. */
+struct PickCut {
+    float t;
+    int32_t id_max;
+};
+/* out[r] from logits [R][vocab] with rows[r]: the cuts (k_pick_cuts), then the draw
+ * (k_sample.cu).  scratch: k_pick_rows_scratch_bytes(R) of device memory. */
 cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
                         uint32_t vocab, void *scratch, cudaStream_t s);
+/* cuts[r] of rows[r]'s top_k, top_p and min_p over logits row r (k_pick_cut.cu): one
+ * block a row; a greedy row or one without filters gets {-inf, -1} (every number). */
+cudaError_t k_pick_cuts(PickCut *cuts, const PickRow *rows, const float *logits, uint32_t R,
+                        uint32_t vocab, cudaStream_t s);
 size_t k_pick_rows_scratch_bytes(uint32_t rows);
 /* x[r][:] = src[rows[r]][:] for r < R (the rows of a step whose logits are wanted). */
 cudaError_t k_gather_rows(float *x, const float *src, const int32_t *rows, uint32_t R, uint32_t H,
