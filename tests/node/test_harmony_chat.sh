@@ -4,7 +4,8 @@
 # answering with the last user message) served by a node alone, then by a router and a
 # node (the router renders; the answer passes through it unchanged), and
 # tests/node/harmony_chat.py asking each for what gpt-oss writes (with the router, the
-# renders of a tool round trip too).  Skipped (77) without gpt-oss's tokenizer.json and
+# renders of a tool round trip too); tests/node/responses_api.py does the same through
+# POST /v1/responses.  Skipped (77) without gpt-oss's tokenizer.json and
 # chat_template.jinja (make puts both beside the binary, under data/gpt-oss).
 # Usage: test_harmony_chat.sh PATH_TO_LLMR
 set -u
@@ -59,6 +60,10 @@ if [[ -z $port ]]; then
 fi
 python3 "$(dirname "$0")/harmony_chat.py" "http://127.0.0.1:$port" echo || {
   fail "harmony_chat.py on a node"
+  echo "--- node log"; tail -20 "$tmp/node.log"
+}
+python3 "$(dirname "$0")/responses_api.py" "http://127.0.0.1:$port" echo || {
+  fail "responses_api.py on a node"
   echo "--- node log"; tail -20 "$tmp/node.log"
 }
 kill "$node_pid"
