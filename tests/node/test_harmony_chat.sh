@@ -98,6 +98,14 @@ if [[ -n $ready ]]; then
     fail "harmony_chat.py through the router"
     echo "--- router log"; tail -20 "$tmp/router.log"; echo "--- node log"; tail -20 "$tmp/node2.log"
   }
+  # the Responses API through the router, with its store; another key sees none of them
+  [[ $(api POST /v0/keys '{"name": "other", "scopes": "inference"}') == 201 ]] || fail "an inference key: $(cat "$tmp/body")"
+  other=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["secret"])' "$tmp/body")
+  python3 "$(dirname "$0")/responses_api.py" "http://127.0.0.1:$rport" echo --key "$admin" --router \
+    --other-key "$other" || {
+    fail "responses_api.py through the router"
+    echo "--- router log"; tail -20 "$tmp/router.log"; echo "--- node log"; tail -20 "$tmp/node2.log"
+  }
 else
   fail "the echo model is not ready through the router within 60 s: $(cat "$tmp/body")"
   tail -20 "$tmp/node2.log"
