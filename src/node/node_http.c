@@ -2,7 +2,10 @@
  * host, /v1/models, /health and /metrics.  A generation is a `gen`: the handler builds
  * it and submits it; the engine host's events fill it (a whole response) or stream it
  * out as Server-Sent Events.  A chat of a harmony model (node_prompt.h) goes through
- * node_harmony.h: reasoning, answer and tool calls apart, as OpenAI's fields. */
+ * node_harmony.h: reasoning, answer and tool calls apart, as OpenAI's fields.
+ * POST /v1/responses is the same generation as the chat its request amounts to
+ * (openai_responses.h): its chat deltas become the Responses output items and typed
+ * stream events. */
 #include "node/node_http.h"
 
 #include <pthread.h>
@@ -16,6 +19,7 @@
 #include "node/node_metrics.h"
 #include "node/node_prompt.h"
 #include "openai/openai_api.h"
+#include "openai/openai_responses.h"
 
 #define COMPONENT "http"
 #define MAX_PROMPT_TOKENS (1u << 20)
@@ -193,6 +197,8 @@ struct gen {
     llmr_node_harmony *harmony; /* a harmony model's chat, or NULL */
     bool harmony_ended;       /* the answer ended before the engine did: cancelled, which
                                  is a stop (engine thread only) */
+    llmr_oai_resp_out *resp;  /* a Responses API request's answer, or NULL */
+    uint32_t reasoning_tokens; /* resp: the tokens that gave reasoning text */
     json_t *lp_pending;       /* harmony stream: logprobs of tokens not sent yet */
     json_t *lp;               /* chat: the logprobs content array; completions: unused */
     json_t *lp_tokens;        /* completions: [llmr_oai_token_logprob as JSON] kept for the end */
@@ -229,6 +235,7 @@ static void gen_unref(gen *g)
         return;
     llmr_strbuf_free(&g->text);
     llmr_node_harmony_free(g->harmony);
+    llmr_oai_resp_out_free(g->resp);
     json_decref(g->lp_pending);
     json_decref(g->lp);
     json_decref(g->lp_tokens);
@@ -333,9 +340,64 @@ static void send_deltas(gen *g, json_t *deltas)
     }
 }
 
+/* A Responses stream's events, each as "event: TYPE" and its data. */
+static void send_events(gen *g, json_t *events)
+{
+    if (!json_array_size(events))
+        return;
+    llmr_strbuf sb = LLMR_STRBUF_INIT;
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) llmr_oai_sse_event(&sb, e);
+    pthread_mutex_lock(&g->lock);
+    bool gone = g->gone;
+    pthread_mutex_unlock(&g->lock);
+    if (!gone && !llmr_http_stream_write(g->out, sb.data, sb.len)) {
+        pthread_mutex_lock(&g->lock);
+        g->gone = true;
+        pthread_mutex_unlock(&g->lock);
+    }
+    llmr_strbuf_free(&sb);
+}
+
+/* A token's chat deltas into the Responses answer (and its stream). */
+static void resp_deltas(gen *g, json_t *deltas, bool token)
+{
+    json_t *events = g->stream ? json_array() : NULL, *d;
+    size_t i;
+    bool reasoning = false;
+    json_array_foreach(deltas, i, d)
+    {
+        reasoning = reasoning || json_object_get(d, "reasoning_content");
+        llmr_oai_resp_out_delta(g->resp, d, events);
+    }
+    g->reasoning_tokens += token && reasoning;
+    if (g->stream)
+        send_events(g, events);
+    json_decref(events);
+}
+
+/* A token of a model that does not write harmony, for a Responses answer. */
+static void resp_text_token(gen *g, const llmr_gen_event *ev)
+{
+    json_t *events = g->stream ? json_array() : NULL;
+    llmr_oai_resp_out_text(g->resp, ev->text ? ev->text : "", ev->text_len, events);
+    if (g->stream)
+        send_events(g, events);
+    json_decref(events);
+}
+
 /* A harmony model's token: through the parser into the answer, and streamed. */
 static void harmony_token(gen *g, const llmr_gen_event *ev, json_t *lp)
 {
+    if (g->resp) {
+        json_t *deltas = json_array();
+        llmr_node_harmony_feed(g->harmony, ev->id, ev->text, ev->text_len, deltas);
+        json_decref(lp);
+        resp_deltas(g, deltas, ev->id >= 0);
+        json_decref(deltas);
+        return;
+    }
     json_t *deltas = g->stream ? json_array() : NULL;
     llmr_node_harmony_feed(g->harmony, ev->id, ev->text, ev->text_len, deltas);
     if (lp)
@@ -351,9 +413,27 @@ static const char *harmony_finish_reason(const gen *g)
                                          g->finish == LLMR_ENGINE_FINISH_LENGTH);
 }
 
+/* The end of a Responses stream: response.completed (or .incomplete, or .failed). */
+static void resp_stream_end(gen *g)
+{
+    json_t *events = json_array();
+    if (g->status == LLMR_OK) {
+        llmr_oai_resp_usage u = {g->prompt_tokens, g->completion_tokens, g->reasoning_tokens};
+        llmr_oai_resp_out_finish(g->resp, g->finish == LLMR_ENGINE_FINISH_LENGTH, &u, events);
+    } else if (g->status != LLMR_CANCELLED) {
+        llmr_oai_error e;
+        error_from_status(&e, g->status, g->message);
+        llmr_oai_resp_out_fail(g->resp, e.code, e.message, events);
+    }
+    send_events(g, events);
+    json_decref(events);
+}
+
 static void stream_end(gen *g)
 {
-    if (g->status != LLMR_OK && g->status != LLMR_CANCELLED) {
+    if (g->resp) {
+        resp_stream_end(g);
+    } else if (g->status != LLMR_OK && g->status != LLMR_CANCELLED) {
         llmr_oai_error e;
         error_from_status(&e, g->status, g->message);
         send_chunk(g, llmr_oai_error_json(&e));
@@ -386,7 +466,8 @@ static void stream_end(gen *g)
          * comment, which clients ignore: {"usage":{...}} as in the usage chunk. */
         llmr_strbuf_printf(&sb, ": {\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u}}\n\n",
                            g->prompt_tokens, g->completion_tokens);
-    llmr_oai_sse_done(&sb);
+    if (!g->resp) /* a Responses stream ends with its last event */
+        llmr_oai_sse_done(&sb);
     llmr_http_stream_write(g->out, sb.data, sb.len); /* false when the client has gone */
     llmr_strbuf_free(&sb);
     /* After this on_close does not run any more (one that was running has finished):
@@ -416,6 +497,9 @@ static void on_event(void *user, const llmr_gen_event *ev)
         json_t *lp = g->logprobs ? event_logprob(g, ev) : NULL;
         if (g->harmony) {
             harmony_token(g, ev, lp);
+        } else if (g->resp) {
+            json_decref(lp);
+            resp_text_token(g, ev);
         } else if (g->stream) {
             stream_token(g, ev, lp);
         } else {
@@ -427,6 +511,8 @@ static void on_event(void *user, const llmr_gen_event *ev)
     } else if (ev->text_len) { /* text the detokenizer held back, flushed at the end */
         if (g->harmony)
             harmony_token(g, ev, NULL);
+        else if (g->resp)
+            resp_text_token(g, ev);
         else if (g->stream)
             stream_token(g, ev, NULL);
         else
@@ -451,9 +537,11 @@ static void on_event(void *user, const llmr_gen_event *ev)
         g->status = LLMR_OK;
     }
     if (g->harmony) {
-        json_t *deltas = g->stream ? json_array() : NULL;
+        json_t *deltas = g->stream || g->resp ? json_array() : NULL;
         llmr_node_harmony_finish(g->harmony, deltas);
-        if (g->stream && g->status == LLMR_OK)
+        if (g->resp)
+            resp_deltas(g, deltas, false);
+        else if (g->stream && g->status == LLMR_OK)
             send_deltas(g, deltas);
         json_decref(deltas);
     }
@@ -523,7 +611,11 @@ static void finish_whole(gen *g, llmr_http_reply *reply)
     }
     llmr_oai_usage u = {g->prompt_tokens, g->completion_tokens};
     json_t *body;
-    if (g->harmony) {
+    if (g->resp) {
+        llmr_oai_resp_usage ru = {g->prompt_tokens, g->completion_tokens, g->reasoning_tokens};
+        llmr_oai_resp_out_finish(g->resp, g->finish == LLMR_ENGINE_FINISH_LENGTH, &ru, NULL);
+        body = llmr_oai_resp_out_failed(g->resp) ? NULL : llmr_oai_resp_out_response(g->resp);
+    } else if (g->harmony) {
         const llmr_oai_answer *a = llmr_node_harmony_answer(g->harmony);
         json_t *message = llmr_oai_answer_failed(a) ? NULL : llmr_oai_answer_message(a);
         body = message ? llmr_oai_chat_response_message(g->id, g->model, g->created, message,
@@ -600,16 +692,26 @@ done:
     return ok;
 }
 
-static void handle_generate(llmr_node_http *n, llmr_oai_kind kind, const llmr_http_request *req,
+/* chat completions, completions, or responses (ep says which). */
+static void handle_generate(llmr_node_http *n, llmr_endpoint ep, const llmr_http_request *req,
                             llmr_http_reply *reply)
 {
-    llmr_endpoint ep = kind == LLMR_OAI_CHAT ? LLMR_EP_CHAT : LLMR_EP_COMPLETIONS;
+    llmr_oai_kind kind = ep == LLMR_EP_COMPLETIONS ? LLMR_OAI_COMPLETION : LLMR_OAI_CHAT;
     llmr_oai_request r;
+    llmr_oai_responses rs; /* responses: r is its chat request, moved out */
+    memset(&rs, 0, sizeof rs);
     llmr_oai_error e;
     memset(&e, 0, sizeof e);
-    if (!llmr_oai_parse(kind, req->body, req->body_len, &r, &e)) {
+    bool parsed = ep == LLMR_EP_RESPONSES
+                      ? llmr_oai_responses_parse(req->body, req->body_len, false, &rs, &e)
+                      : llmr_oai_parse(kind, req->body, req->body_len, &r, &e);
+    if (!parsed) {
         reply_error(n, reply, ep, &e);
         return;
+    }
+    if (ep == LLMR_EP_RESPONSES) {
+        r = rs.chat;
+        memset(&rs.chat, 0, sizeof rs.chat);
     }
     llmr_ids ids = LLMR_IDS_INIT;
     llmr_strbuf err = LLMR_STRBUF_INIT;
@@ -652,8 +754,16 @@ static void handle_generate(llmr_node_http *n, llmr_oai_kind kind, const llmr_ht
     g->top_logprobs = r.top_logprobs > LLMR_OAI_MAX_TOP_LOGPROBS ? LLMR_OAI_MAX_TOP_LOGPROBS : r.top_logprobs;
     g->created = (int64_t)time(NULL);
     g->t0_ns = llmr_now_ns();
-    llmr_oai_new_id(kind == LLMR_OAI_CHAT ? "chatcmpl-" : "cmpl-", g->id, sizeof g->id);
+    llmr_oai_new_id(ep == LLMR_EP_RESPONSES ? "resp_" : kind == LLMR_OAI_CHAT ? "chatcmpl-" : "cmpl-",
+                    g->id, sizeof g->id);
     llmr_strbuf_init(&g->text);
+    if (ep == LLMR_EP_RESPONSES && !(g->resp = llmr_oai_resp_out_new(g->id, g->model, g->created, rs.request))) {
+        llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+        free(g->model);
+        free(g);
+        g = NULL;
+        goto fail;
+    }
     llmr_harmony_ids hids;
     if (kind == LLMR_OAI_CHAT && llmr_node_prompt_harmony(p, &hids)) {
         llmr_oai_answer_options ao = {r.include_reasoning,
@@ -663,6 +773,7 @@ static void handle_generate(llmr_node_http *n, llmr_oai_kind kind, const llmr_ht
         if (!(g->harmony = llmr_node_harmony_new(&hids, &ao))) {
             llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
             json_decref(g->lp_pending);
+            llmr_oai_resp_out_free(g->resp);
             free(g->model);
             free(g);
             g = NULL;
@@ -701,6 +812,12 @@ static void handle_generate(llmr_node_http *n, llmr_oai_kind kind, const llmr_ht
         g->refs = 3; /* the handler's, the engine's, the stream's */
         g->out = llmr_http_reply_stream(reply, 200, "text/event-stream", on_close, g);
         llmr_node_metrics_request(&n->metrics, ep, 200);
+        if (g->resp) {
+            json_t *events = json_array();
+            llmr_oai_resp_out_start(g->resp, events);
+            send_events(g, events);
+            json_decref(events);
+        }
     } else {
         g->refs = 2; /* the handler's, the engine's */
     }
@@ -752,6 +869,7 @@ out:
     free(ids.data);
     llmr_strbuf_free(&err);
     llmr_oai_request_free(&r);
+    llmr_oai_responses_free(&rs);
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
@@ -773,6 +891,7 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
         bool open; /* no key needed */
     } routes[] = {{"/v1/chat/completions", "POST", LLMR_EP_CHAT, false},
                   {"/v1/completions", "POST", LLMR_EP_COMPLETIONS, false},
+                  {"/v1/responses", "POST", LLMR_EP_RESPONSES, false},
                   {"/v1/models", "GET", LLMR_EP_MODELS, false},
                   {"/health", "GET", LLMR_EP_HEALTH, true},
                   {"/metrics", "GET", LLMR_EP_METRICS, true}};
@@ -784,7 +903,7 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
     if (i == count) {
         llmr_oai_error_set(&e, 404, "invalid_request_error", "unknown_url", NULL,
                            "Unknown request URL: %s %s. This node serves /v1/chat/completions, "
-                           "/v1/completions, /v1/models, /health and /metrics.",
+                           "/v1/completions, /v1/responses, /v1/models, /health and /metrics.",
                            req->method, req->path);
         reply_error(n, reply, LLMR_EP_OTHER, &e);
         return;
@@ -804,8 +923,9 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
         return;
     }
     switch (routes[i].ep) {
-    case LLMR_EP_CHAT: handle_generate(n, LLMR_OAI_CHAT, req, reply); break;
-    case LLMR_EP_COMPLETIONS: handle_generate(n, LLMR_OAI_COMPLETION, req, reply); break;
+    case LLMR_EP_CHAT:
+    case LLMR_EP_COMPLETIONS:
+    case LLMR_EP_RESPONSES: handle_generate(n, routes[i].ep, req, reply); break;
     case LLMR_EP_MODELS: handle_models(n, reply); break;
     case LLMR_EP_HEALTH: handle_health(n, reply); break;
     default: handle_metrics(n, reply); break;

@@ -7,7 +7,8 @@
 static const double BOUNDS[LLMR_HIST_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                  0.25,  0.5,    1,     2.5,  5,     10,  30};
 static const char *const ENDPOINTS[LLMR_EP_COUNT] = {"/v1/chat/completions", "/v1/completions",
-                                                     "/v1/models", "/health", "/metrics", "other"};
+                                                     "/v1/models", "/health", "/metrics",
+                                                     "/v1/responses", "other"};
 
 void llmr_node_metrics_init(llmr_node_metrics *m)
 {

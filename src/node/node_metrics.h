@@ -19,7 +19,7 @@ typedef struct llmr_histogram {
 
 typedef enum llmr_endpoint {
     LLMR_EP_CHAT, LLMR_EP_COMPLETIONS, LLMR_EP_MODELS, LLMR_EP_HEALTH, LLMR_EP_METRICS,
-    LLMR_EP_OTHER, LLMR_EP_COUNT
+    LLMR_EP_RESPONSES, LLMR_EP_OTHER, LLMR_EP_COUNT
 } llmr_endpoint;
 
 #define LLMR_STATUS_CLASSES 5 /* 1xx .. 5xx */

@@ -7,6 +7,8 @@
  *   openai_tools.c    chat's tools, tool_choice and parallel_tool_calls
  *   openai_template.c what a chat template is given (llmr_oai_template_input)
  *   openai_answer.c   a harmony model's answer as message and deltas
+ *   openai_responses.c        the Responses API's request as a chat request
+ *   openai_responses_output.c the Responses API's response and stream events
  *
  * The helpers below each check one thing and, when it is wrong, fill the error and
  * return false, so that checks chain with && and the first failure is reported. */
@@ -48,6 +50,13 @@ bool llmr_oai_get_int(const json_t *obj, const char *key, json_int_t min, json_i
 bool llmr_oai_parse_chat(json_t *root, llmr_oai_request *r, llmr_oai_error *err);
 /* tools, tool_choice, parallel_tool_calls (openai_tools.c). */
 bool llmr_oai_parse_tools(const json_t *root, llmr_oai_request *r, llmr_oai_error *err);
+
+/* The request body as a JSON object, or NULL with err filled (empty, not UTF-8, not
+ * JSON, not an object: each its own message). */
+json_t *llmr_oai_parse_body(const char *body, size_t len, llmr_oai_error *err);
+/* llmr_oai_parse of a body already read (root may gain members). */
+bool llmr_oai_parse_root(llmr_oai_kind kind, json_t *root, llmr_oai_request *out,
+                         llmr_oai_error *err);
 
 /* Text as a JSON string, ill-formed UTF-8 replaced by U+FFFD; NULL only without
  * memory.  A NULL text is "". */

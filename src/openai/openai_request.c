@@ -189,7 +189,7 @@ static void line_column(const char *body, size_t off, size_t *line, size_t *col)
     }
 }
 
-static json_t *parse_body(const char *body, size_t len, llmr_oai_error *err)
+json_t *llmr_oai_parse_body(const char *body, size_t len, llmr_oai_error *err)
 {
     size_t start = 0;
     while (start < len && (body[start] == ' ' || body[start] == '\t' || body[start] == '\r' ||
@@ -526,9 +526,18 @@ bool llmr_oai_parse(llmr_oai_kind kind, const char *body, size_t len, llmr_oai_r
                     llmr_oai_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_t *root = parse_body(body ? body : "", body ? len : 0, err);
+    json_t *root = llmr_oai_parse_body(body ? body : "", body ? len : 0, err);
     if (!root)
         return false;
+    bool ok = llmr_oai_parse_root(kind, root, out, err);
+    json_decref(root);
+    return ok;
+}
+
+bool llmr_oai_parse_root(llmr_oai_kind kind, json_t *root, llmr_oai_request *out,
+                         llmr_oai_error *err)
+{
+    memset(out, 0, sizeof *out);
     llmr_oai_request r = {0};
     r.kind = kind;
     r.temperature = 1;
@@ -542,7 +551,6 @@ bool llmr_oai_parse(llmr_oai_kind kind, const char *body, size_t len, llmr_oai_r
               parse_stream(root, &r, err) && parse_sampling(root, &r, err) &&
               parse_stop(root, &r, err) && parse_unsupported(root, err) &&
               get_string(root, "user", &r.user, err);
-    json_decref(root);
     if (!ok) {
         llmr_oai_request_free(&r);
         return false;

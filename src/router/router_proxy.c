@@ -8,7 +8,12 @@
  * before the first byte is replaced by another; one that fails mid-stream ends the
  * stream with an error event and [DONE], never a hang.  A client that leaves cancels
  * the request on the node (the connection to it closes).  Each request runs as a job
- * (router_jobs.c), so a stream reaches the client as the node sends it. */
+ * (router_jobs.c), so a stream reaches the client as the node sends it.
+ *
+ * POST /v1/responses goes the same way; with `store` (the default) its response is kept
+ * (store_responses.c) for the API key that made it: GET and DELETE /v1/responses/{id},
+ * and previous_response_id, which the router resolves before a node sees the request
+ * (the earlier input and output items put before the new input). */
 #define _GNU_SOURCE /* memmem */
 #include "router/router_internal.h"
 
@@ -22,6 +27,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "openai/openai_api.h"
+#include "openai/openai_responses.h"
 
 #define COMPONENT "router"
 #define MAX_TRIES 3
@@ -145,6 +151,7 @@ typedef struct attempt {
                                                   (a stream's: its usage chunk, or the
                                                   node's closing comment; docs/node.md) */
     int64_t upstream_ttfb_us;   /* the node's time to its first body byte (see on_data) */
+    bool capture;               /* a stored response's stream: kept in body too */
 } attempt;
 
 /* The usage object in text, if any. */
@@ -203,6 +210,10 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
         read_usage(a, data, n);
+        if (a->capture && a->body.len + n <= MAX_NODE_RESPONSE)
+            llmr_strbuf_append(&a->body, data, n);
+        else
+            a->capture = false; /* too long to keep */
         return n;
     }
     if (a->body.len + n > MAX_NODE_RESPONSE) {
@@ -289,15 +300,143 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
 
 /* ---- the OpenAI endpoints ------------------------------------------------------------------ */
 
+#define KIND_RESPONSES 2 /* proxy's kind: beside LLMR_OAI_CHAT and LLMR_OAI_COMPLETION */
+
+/* The response object a node answered with: the body, or a stream's last
+ * response.completed / response.incomplete event.  A new reference, or NULL. */
+static json_t *answered_response(const attempt *a)
+{
+    const char *text = llmr_strbuf_cstr(&a->body);
+    if (!a->stream)
+        return json_loads(text, 0, NULL);
+    const char *keys[] = {"event: response.completed\ndata: ", "event: response.incomplete\ndata: "};
+    for (size_t k = 0; k < 2; k++) {
+        const char *at = strstr(text, keys[k]);
+        if (!at)
+            continue;
+        at += strlen(keys[k]);
+        const char *end = strchr(at, '\n');
+        json_t *e = json_loadb(at, end ? (size_t)(end - at) : strlen(at), 0, NULL);
+        json_t *resp = json_incref(json_object_get(e, "response"));
+        json_decref(e);
+        return resp;
+    }
+    return NULL;
+}
+
+/* Keeps the response a node answered (a whole body or a stream's last event), with the
+ * input it was given, for the caller's key. */
+static void store_response(llmr_router *r, const router_caller *c, const attempt *a, const json_t *input,
+                           uint32_t *prompt_tokens, uint32_t *completion_tokens, bool store)
+{
+    json_t *resp = answered_response(a);
+    json_t *usage = json_object_get(resp, "usage");
+    if (usage) {
+        *prompt_tokens = (uint32_t)json_integer_value(json_object_get(usage, "input_tokens"));
+        *completion_tokens = (uint32_t)json_integer_value(json_object_get(usage, "output_tokens"));
+    }
+    const char *id = json_string_value(json_object_get(resp, "id"));
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (store && id && llmr_store_response_put(r->store, id, c->key_id, router_unix_ms(), input, resp, &err) != LLMR_OK)
+        llmr_log_warn(COMPONENT, "response %s is not stored: %s", id, llmr_strbuf_cstr(&err));
+    llmr_strbuf_free(&err);
+    json_decref(resp);
+}
+
+/* A Responses request read, with previous_response_id resolved from the store: *rs the
+ * request to send, *body its body when it is not the client's (malloc'd).  false when
+ * the reply (an error) is sent. */
+static bool read_responses(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                           llmr_oai_responses *rs, char **body, llmr_http_reply *reply)
+{
+    llmr_oai_error e;
+    memset(&e, 0, sizeof e);
+    *body = NULL;
+    if (!llmr_oai_responses_parse(req->body, req->body_len, true, rs, &e)) {
+        llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
+        return false;
+    }
+    if (!rs->previous_response_id)
+        return true;
+    json_t *input = NULL, *resp = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_status st = llmr_store_response_get(r->store, rs->previous_response_id, c->key_id, &input, &resp, &err);
+    if (st == LLMR_OK)
+        *body = llmr_oai_responses_chain(rs, input, json_object_get(resp, "output"));
+    json_decref(input);
+    json_decref(resp);
+    if (st == LLMR_NOT_FOUND)
+        llmr_oai_error_set(&e, 404, "invalid_request_error", "previous_response_not_found", "previous_response_id",
+                           "Previous response with id '%.64s' not found.", rs->previous_response_id);
+    else if (st != LLMR_OK)
+        llmr_oai_error_set(&e, 500, "server_error", NULL, "previous_response_id", "%s", llmr_strbuf_cstr(&err));
+    else if (!*body)
+        llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    else if (strlen(*body) > LLMR_STORE_RESPONSE_MAX)
+        llmr_oai_error_set(&e, 400, "invalid_request_error", "context_length_exceeded", "previous_response_id",
+                           "The conversation with response '%.64s' is %zu bytes of JSON; at most %u are taken. "
+                           "Start a new conversation, or send a shorter input.",
+                           rs->previous_response_id, strlen(*body), LLMR_STORE_RESPONSE_MAX);
+    llmr_strbuf_free(&err);
+    llmr_oai_responses_free(rs);
+    if (e.status) {
+        free(*body);
+        *body = NULL;
+        llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
+        return false;
+    }
+    if (!llmr_oai_responses_parse(*body, strlen(*body), false, rs, &e)) { /* the items stored were checked */
+        free(*body);
+        *body = NULL;
+        llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
+        return false;
+    }
+    return true;
+}
+
+/* GET and DELETE /v1/responses/{id}. */
+static void stored_response(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                            llmr_http_reply *reply)
+{
+    const char *id = req->path + strlen("/v1/responses/");
+    json_t *input = NULL, *resp = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_status st;
+    if (!strcmp(req->method, "GET"))
+        st = llmr_store_response_get(r->store, id, c->key_id, &input, &resp, &err);
+    else
+        st = llmr_store_response_delete(r->store, id, c->key_id, &err);
+    if (st == LLMR_NOT_FOUND)
+        router_error(reply, 404, "invalid_request_error", "not_found", "No response with id '%.64s' found.", id);
+    else if (st != LLMR_OK)
+        router_error(reply, 500, "server_error", NULL, "%s", llmr_strbuf_cstr(&err));
+    else if (resp)
+        llmr_http_reply_json(reply, 200, json_incref(resp));
+    else
+        llmr_http_reply_json(reply, 200, json_pack("{s:s, s:s, s:b}", "id", id, "object", "response", "deleted", 1));
+    json_decref(input);
+    json_decref(resp);
+    llmr_strbuf_free(&err);
+}
+
 /* One request (a job: router_jobs.c), from its check to its log entry. */
 static void proxy(llmr_router *r, const router_caller *c, const llmr_http_request *req, llmr_http_reply *reply,
                   router_job *job, int kind_arg)
 {
-    llmr_oai_kind kind = (llmr_oai_kind)kind_arg;
+    bool responses = kind_arg == KIND_RESPONSES;
+    llmr_oai_kind kind = responses ? LLMR_OAI_CHAT : (llmr_oai_kind)kind_arg;
     llmr_oai_request q;
+    llmr_oai_responses rs; /* responses: q is its chat request, moved out */
+    memset(&rs, 0, sizeof rs);
+    char *chained_body = NULL;
     llmr_oai_error e;
     memset(&e, 0, sizeof e);
-    if (!llmr_oai_parse(kind, req->body, req->body_len, &q, &e)) {
+    if (responses) {
+        if (!read_responses(r, c, req, &rs, &chained_body, reply))
+            return;
+        q = rs.chat;
+        memset(&rs.chat, 0, sizeof rs.chat);
+    } else if (!llmr_oai_parse(kind, req->body, req->body_len, &q, &e)) {
         llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
         return;
     }
@@ -313,6 +452,10 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     double ttft_ms = -1;
     uint32_t prompt_tokens = 0, completion_tokens = 0;
     llmr_http_request fwd = *req; /* what goes to the node */
+    if (chained_body) {
+        fwd.body = chained_body;
+        fwd.body_len = strlen(chained_body);
+    }
     char *rendered_body = NULL;
     if (llmr_store_model_get(r->store, q.model, &m, &err) != LLMR_OK) {
         router_error(reply, 404, "invalid_request_error", "model_not_found",
@@ -324,7 +467,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     if (kind == LLMR_OAI_CHAT && m.chat_format) {
         llmr_strbuf prompt = LLMR_STRBUF_INIT;
         bool ok = router_render_chat(r, &m, &q, &prompt, &e);
-        if (ok && !router_render_body(req, llmr_strbuf_cstr(&prompt), prompt.len, &rendered_body, &fwd.body_len)) {
+        if (ok && !router_render_body(&fwd, llmr_strbuf_cstr(&prompt), prompt.len, &rendered_body, &fwd.body_len)) {
             ok = false;
             llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory rendering the prompt");
         }
@@ -342,6 +485,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     a.reply = reply;
     a.job = job;
     a.stream = q.stream;
+    a.capture = responses && rs.store;
     llmr_strbuf_init(&a.body);
     for (;;) {
         unsigned refused = acquire(r, q.model, tried, n_tried, id, sizeof id, url, sizeof url, reply);
@@ -362,6 +506,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
         n_tried++;
         llmr_strbuf_reset(&a.body);
         a.received = 0;
+        a.capture = responses && rs.store;
         if (n_tried == MAX_TRIES) {
             router_error(reply, 502, "server_error", "node_failed",
                          "%zu nodes failed to answer this request; try again.", n_tried);
@@ -369,12 +514,15 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
             break;
         }
     }
-    llmr_strbuf_free(&a.body);
     prompt_tokens = a.prompt_tokens;
     completion_tokens = a.completion_tokens;
+    if (responses && status == 200 && (a.capture || !a.stream))
+        store_response(r, c, &a, rs.input, &prompt_tokens, &completion_tokens, rs.store);
+    llmr_strbuf_free(&a.body);
 done:;
     llmr_store_request logged = {arrival_ms, q.model, id[0] ? id : NULL, c->key_id,
-                                 kind == LLMR_OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
+                                 responses ? "/v1/responses"
+                                 : kind == LLMR_OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
                                  (unsigned)status, prompt_tokens, completion_tokens, ttft_ms,
                                  (double)(llmr_now_ns() - t0) / 1e6, NULL};
     llmr_store_log_request(r->store, &logged);
@@ -382,6 +530,8 @@ done:;
     llmr_store_model_free(&m);
     llmr_strbuf_free(&err);
     llmr_oai_request_free(&q);
+    llmr_oai_responses_free(&rs);
+    free(chained_body);
 }
 
 bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
@@ -389,11 +539,22 @@ bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_
 {
     static const struct {
         const char *path, *method;
-    } routes[] = {{"/v1/models", "GET"}, {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}};
-    size_t i = 0;
-    while (i < 3 && strcmp(routes[i].path, req->path) != 0)
+    } routes[] = {{"/v1/models", "GET"}, {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"},
+                  {"/v1/responses", "POST"}};
+    if (!strncmp(req->path, "/v1/responses/", 14) && req->path[14]) {
+        if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "DELETE") != 0) {
+            llmr_http_reply_header(reply, "Allow", "GET, DELETE");
+            router_error(reply, 405, "invalid_request_error", "method_not_allowed", "%s takes GET or DELETE, not %s.",
+                         req->path, req->method);
+        } else if (router_need(c, LLMR_SCOPE_INFERENCE, reply)) {
+            stored_response(r, c, req, reply);
+        }
+        return true;
+    }
+    size_t i = 0, count = sizeof routes / sizeof routes[0];
+    while (i < count && strcmp(routes[i].path, req->path) != 0)
         i++;
-    if (i == 3)
+    if (i == count)
         return false;
     if (strcmp(req->method, routes[i].method) != 0) {
         llmr_http_reply_header(reply, "Allow", routes[i].method);
@@ -406,6 +567,7 @@ bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_
     if (i == 0)
         v1_models(r, reply);
     else
-        router_job_run(r, c, req, reply, proxy, i == 1 ? LLMR_OAI_CHAT : LLMR_OAI_COMPLETION);
+        router_job_run(r, c, req, reply, proxy,
+                       i == 1 ? LLMR_OAI_CHAT : i == 2 ? LLMR_OAI_COMPLETION : KIND_RESPONSES);
     return true;
 }

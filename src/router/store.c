@@ -69,6 +69,14 @@ static const char *const MIGRATIONS[] = {
     "CREATE INDEX requests_time ON requests (time_ms);",
     /* 2: the chat format the router renders with (template/chat_format.h), as JSON */
     "ALTER TABLE models ADD COLUMN chat_format TEXT;",
+    /* 3: the Responses API's stored responses (store_responses.c) */
+    "CREATE TABLE responses ("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  key_id TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  input TEXT NOT NULL,"
+    "  response TEXT NOT NULL);"
+    "CREATE INDEX responses_created ON responses (created_ms);",
 };
 #define SCHEMA_LATEST ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 

@@ -119,4 +119,21 @@ typedef struct llmr_store_request_stats {
 /* false when the log cannot be read (the log says why); *out is zeroed then. */
 bool llmr_store_request_stats_since(llmr_store *s, int64_t since_ms, llmr_store_request_stats *out);
 
+/* ---- the Responses API's stored responses (store_responses.c) ----------------------- */
+
+#define LLMR_STORE_RESPONSES_KEEP 10000     /* the newest this many are kept */
+#define LLMR_STORE_RESPONSE_MAX (8u << 20)  /* bytes of input and response JSON, each */
+
+/* Keeps a response (its id, the input items it was given, the response object) for the
+ * API key key_id ("" without auth).  The oldest beyond LLMR_STORE_RESPONSES_KEEP go.
+ * INVALID_ARGUMENT when a text is over LLMR_STORE_RESPONSE_MAX. */
+llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *key_id, int64_t created_ms,
+                                    const json_t *input, const json_t *response, llmr_strbuf *err);
+/* The response of that key: *input and *response (new references).  NOT_FOUND when
+ * there is none, or it is another key's. */
+llmr_status llmr_store_response_get(llmr_store *s, const char *id, const char *key_id, json_t **input,
+                                    json_t **response, llmr_strbuf *err);
+/* NOT_FOUND as get. */
+llmr_status llmr_store_response_delete(llmr_store *s, const char *id, const char *key_id, llmr_strbuf *err);
+
 #endif

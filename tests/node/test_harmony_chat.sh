@@ -4,7 +4,8 @@
 # answering with the last user message) served by a node alone, then by a router and a
 # node (the router renders; the answer passes through it unchanged), and
 # tests/node/harmony_chat.py asking each for what gpt-oss writes (with the router, the
-# renders of a tool round trip too).  Skipped (77) without gpt-oss's tokenizer.json and
+# renders of a tool round trip too); tests/node/responses_api.py does the same through
+# POST /v1/responses.  Skipped (77) without gpt-oss's tokenizer.json and
 # chat_template.jinja (make puts both beside the binary, under data/gpt-oss).
 # Usage: test_harmony_chat.sh PATH_TO_LLMR
 set -u
@@ -61,6 +62,10 @@ python3 "$(dirname "$0")/harmony_chat.py" "http://127.0.0.1:$port" echo || {
   fail "harmony_chat.py on a node"
   echo "--- node log"; tail -20 "$tmp/node.log"
 }
+python3 "$(dirname "$0")/responses_api.py" "http://127.0.0.1:$port" echo || {
+  fail "responses_api.py on a node"
+  echo "--- node log"; tail -20 "$tmp/node.log"
+}
 kill "$node_pid"
 
 # --- a router and a node: the echo model registered with the router, synced by the node
@@ -91,6 +96,14 @@ done
 if [[ -n $ready ]]; then
   python3 "$(dirname "$0")/harmony_chat.py" "http://127.0.0.1:$rport" echo --key "$admin" --render || {
     fail "harmony_chat.py through the router"
+    echo "--- router log"; tail -20 "$tmp/router.log"; echo "--- node log"; tail -20 "$tmp/node2.log"
+  }
+  # the Responses API through the router, with its store; another key sees none of them
+  [[ $(api POST /v0/keys '{"name": "other", "scopes": "inference"}') == 201 ]] || fail "an inference key: $(cat "$tmp/body")"
+  other=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["secret"])' "$tmp/body")
+  python3 "$(dirname "$0")/responses_api.py" "http://127.0.0.1:$rport" echo --key "$admin" --router \
+    --other-key "$other" || {
+    fail "responses_api.py through the router"
     echo "--- router log"; tail -20 "$tmp/router.log"; echo "--- node log"; tail -20 "$tmp/node2.log"
   }
 else

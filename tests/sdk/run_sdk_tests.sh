@@ -7,7 +7,7 @@
 # is registered there from a directory, the node syncs it, and the SDK talks to the
 # router.  When gpt-oss's tokenizer and chat template are there (data/gpt-oss beside the
 # binary, or LLMR_GPT_OSS_TOKENIZER_DIR), the gpt-oss-echo model is served beside it
-# for harmony_sdk.test.mjs (skipped otherwise).
+# for harmony_sdk.test.mjs and responses_sdk.test.mjs (skipped otherwise).
 # Usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR [node|router]
 set -u
 LLMR=${1:?usage: run_sdk_tests.sh PATH_TO_LLMR BUILD_DIR [node|router]}
@@ -30,7 +30,7 @@ mkdir -p "$BUILD_DIR" || die "cannot create $BUILD_DIR"
 cache="$(cd "$BUILD_DIR" && pwd)/sdk-cache"
 # Two runs (node and router) may start at once: one installs, the other waits.
 sdk_version=$(npm_project_install sdk "$here" "$cache" openai "$here/openai_sdk.test.mjs" \
-  "$here/harmony_sdk.test.mjs") || exit 1
+  "$here/harmony_sdk.test.mjs" "$here/responses_sdk.test.mjs") || exit 1
 
 # gpt-oss's tokenizer and chat template, for the echo model
 bin=$(dirname "$LLMR")
@@ -133,8 +133,8 @@ fi
 # ---- the tests -----------------------------------------------------------------------
 echo "sdk: openai $sdk_version on Node.js $(node --version) against $base"
 [[ -n $echo_from ]] || echo "sdk: no gpt-oss tokenizer and chat template here: the harmony tests are skipped"
-(cd "$cache" && LLMR_BASE_URL="$base/v1" LLMR_ECHO_MODEL=${echo_from:+echo} \
-  node --test openai_sdk.test.mjs harmony_sdk.test.mjs)
+(cd "$cache" && LLMR_BASE_URL="$base/v1" LLMR_ECHO_MODEL=${echo_from:+echo} LLMR_SDK_MODE=$MODE \
+  node --test openai_sdk.test.mjs harmony_sdk.test.mjs responses_sdk.test.mjs)
 tests_rc=$?
 
 # ---- a clean stop --------------------------------------------------------------------

@@ -1,0 +1,125 @@
+/* The router's store: the Responses API's stored responses (see store.h), so that
+ * GET /v1/responses/{id}, DELETE and previous_response_id find them.  Each belongs to
+ * the API key that created it: another key is told there is none.  The table is
+ * bounded: a response over LLMR_STORE_RESPONSE_MAX is refused, and the oldest beyond
+ * LLMR_STORE_RESPONSES_KEEP are deleted as new ones come. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "router/store_internal.h"
+
+llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *key_id, int64_t created_ms,
+                                    const json_t *input, const json_t *response, llmr_strbuf *err)
+{
+    char *input_text = NULL, *response_text = NULL;
+    if (!llmr_store_json_text(input, &input_text) || !llmr_store_json_text(response, &response_text) ||
+        !input_text || !response_text) {
+        free(input_text);
+        free(response_text);
+        llmr_strbuf_puts(err, "out of memory writing a response");
+        return LLMR_OOM_RAM;
+    }
+    if (strlen(input_text) > LLMR_STORE_RESPONSE_MAX || strlen(response_text) > LLMR_STORE_RESPONSE_MAX) {
+        free(input_text);
+        free(response_text);
+        llmr_strbuf_printf(err, "the response is larger than %u MiB", LLMR_STORE_RESPONSE_MAX >> 20);
+        return LLMR_INVALID_ARGUMENT;
+    }
+    llmr_status status = LLMR_OK;
+    sqlite3_stmt *st = NULL;
+    pthread_mutex_lock(&s->db_lock);
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO responses (id, key_id, created_ms, input, response) "
+                           "VALUES (?, ?, ?, ?, ?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        status = llmr_store_sql_fail(s, err, "storing a response");
+        goto done;
+    }
+    llmr_store_bind_text(st, 1, id);
+    llmr_store_bind_text(st, 2, key_id ? key_id : "");
+    sqlite3_bind_int64(st, 3, created_ms);
+    llmr_store_bind_text(st, 4, input_text);
+    llmr_store_bind_text(st, 5, response_text);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        status = llmr_store_sql_fail(s, err, "storing a response");
+        goto done;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    char trim[200];
+    snprintf(trim, sizeof trim,
+             "DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY created_ms DESC, "
+             "rowid DESC LIMIT -1 OFFSET %d)",
+             LLMR_STORE_RESPONSES_KEEP);
+    if (sqlite3_exec(s->db, trim, NULL, NULL, NULL) != SQLITE_OK)
+        status = llmr_store_sql_fail(s, err, "trimming the stored responses");
+done:
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->db_lock);
+    free(input_text);
+    free(response_text);
+    return status;
+}
+
+llmr_status llmr_store_response_get(llmr_store *s, const char *id, const char *key_id, json_t **input,
+                                    json_t **response, llmr_strbuf *err)
+{
+    *input = *response = NULL;
+    llmr_status status = LLMR_OK;
+    sqlite3_stmt *st = NULL;
+    pthread_mutex_lock(&s->db_lock);
+    if (sqlite3_prepare_v2(s->db, "SELECT input, response FROM responses WHERE id = ? AND key_id = ?", -1, &st,
+                           NULL) != SQLITE_OK) {
+        status = llmr_store_sql_fail(s, err, "reading a response");
+        goto done;
+    }
+    llmr_store_bind_text(st, 1, id);
+    llmr_store_bind_text(st, 2, key_id ? key_id : "");
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        llmr_strbuf_printf(err, "No response with id '%.64s' found.", id);
+        status = LLMR_NOT_FOUND;
+        goto done;
+    }
+    if (rc != SQLITE_ROW) {
+        status = llmr_store_sql_fail(s, err, "reading a response");
+        goto done;
+    }
+    *input = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    *response = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+    if (!json_is_array(*input) || !json_is_object(*response)) {
+        json_decref(*input);
+        json_decref(*response);
+        *input = *response = NULL;
+        llmr_strbuf_printf(err, "the stored response '%.64s' is damaged", id);
+        status = LLMR_INTERNAL;
+    }
+done:
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->db_lock);
+    return status;
+}
+
+llmr_status llmr_store_response_delete(llmr_store *s, const char *id, const char *key_id, llmr_strbuf *err)
+{
+    llmr_status status = LLMR_OK;
+    sqlite3_stmt *st = NULL;
+    pthread_mutex_lock(&s->db_lock);
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM responses WHERE id = ? AND key_id = ?", -1, &st, NULL) !=
+        SQLITE_OK) {
+        status = llmr_store_sql_fail(s, err, "deleting a response");
+        goto done;
+    }
+    llmr_store_bind_text(st, 1, id);
+    llmr_store_bind_text(st, 2, key_id ? key_id : "");
+    if (sqlite3_step(st) != SQLITE_DONE)
+        status = llmr_store_sql_fail(s, err, "deleting a response");
+    else if (sqlite3_changes(s->db) == 0) {
+        llmr_strbuf_printf(err, "No response with id '%.64s' found.", id);
+        status = LLMR_NOT_FOUND;
+    }
+done:
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->db_lock);
+    return status;
+}
