@@ -152,7 +152,16 @@ typedef struct attempt {
                                                   node's closing comment; docs/node.md) */
     int64_t upstream_ttfb_us;   /* the node's time to its first body byte (see on_data) */
     bool capture;               /* a stored response's stream: kept in body too */
+    const struct router_caller *caller; /* capture: whose response it is, */
+    const json_t *resp_input;   /* the input it was given, */
+    bool stored;                /* and whether it is kept already (at its last event, before
+                                   the client sees it: a GET right after finds it) */
+    size_t scanned;             /* capture: body bytes looked through for the last event */
+    size_t last_event;          /* where it starts + 1 (0: not seen yet) */
 } attempt;
+
+static bool stream_ended(attempt *a);
+static void store_captured(attempt *a);
 
 /* The usage object in text, if any. */
 static void read_usage(attempt *a, const char *text, size_t len)
@@ -207,13 +216,15 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
             a->out = llmr_http_reply_stream(a->reply, 200, "text/event-stream", client_gone, a);
             router_job_replied(a->job); /* the server sends the stream from now on */
         }
-        if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
-            return 0; /* the client has gone: drop the node's connection (it cancels) */
-        read_usage(a, data, n);
         if (a->capture && a->body.len + n <= MAX_NODE_RESPONSE)
             llmr_strbuf_append(&a->body, data, n);
         else
             a->capture = false; /* too long to keep */
+        if (a->capture && !a->stored && stream_ended(a))
+            store_captured(a);
+        if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
+            return 0; /* the client has gone: drop the node's connection (it cancels) */
+        read_usage(a, data, n);
         return n;
     }
     if (a->body.len + n > MAX_NODE_RESPONSE) {
@@ -322,6 +333,32 @@ static json_t *answered_response(const attempt *a)
         return resp;
     }
     return NULL;
+}
+
+/* Whether the captured stream holds its last event whole (response.completed or
+ * response.incomplete, its data line ended).  Looks only at what came since the last
+ * call (and a key's length before it, for a key across two pieces). */
+static bool stream_ended(attempt *a)
+{
+    const char *text = llmr_strbuf_cstr(&a->body);
+    const char *keys[] = {"event: response.completed\ndata: ", "event: response.incomplete\ndata: "};
+    size_t from = a->scanned > 40 ? a->scanned - 40 : 0;
+    for (size_t k = 0; k < 2 && !a->last_event; k++) {
+        const char *at = strstr(text + from, keys[k]);
+        if (at)
+            a->last_event = (size_t)(at - text) + 1;
+    }
+    a->scanned = a->body.len;
+    return a->last_event && strstr(text + a->last_event - 1, "\n\n") != NULL;
+}
+
+static void store_response(llmr_router *r, const router_caller *c, const attempt *a, const json_t *input,
+                           uint32_t *prompt_tokens, uint32_t *completion_tokens, bool store);
+
+static void store_captured(attempt *a)
+{
+    store_response(a->r, a->caller, a, a->resp_input, &a->prompt_tokens, &a->completion_tokens, true);
+    a->stored = true;
 }
 
 /* Keeps the response a node answered (a whole body or a stream's last event), with the
@@ -486,6 +523,8 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     a.job = job;
     a.stream = q.stream;
     a.capture = responses && rs.store;
+    a.caller = c;
+    a.resp_input = rs.input;
     llmr_strbuf_init(&a.body);
     for (;;) {
         unsigned refused = acquire(r, q.model, tried, n_tried, id, sizeof id, url, sizeof url, reply);
@@ -516,7 +555,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     }
     prompt_tokens = a.prompt_tokens;
     completion_tokens = a.completion_tokens;
-    if (responses && status == 200 && (a.capture || !a.stream))
+    if (responses && status == 200 && !a.stored && (a.capture || !a.stream))
         store_response(r, c, &a, rs.input, &prompt_tokens, &completion_tokens, rs.store);
     llmr_strbuf_free(&a.body);
 done:;
