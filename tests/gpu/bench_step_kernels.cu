@@ -141,8 +141,10 @@ int main(int argc, char **argv)
     CUDA_OK(cudaMemcpy(eids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(lrows, lr.data(), TMAX * 4, cudaMemcpyHostToDevice));
     std::vector<PickRow> pr(TMAX, PickRow{0.0f, 0, 1, 0, 0, 0});
-    PickRow *dpr = dev<PickRow>(TMAX);
+    PickRow *dpr = dev<PickRow>(TMAX), *dpr_p = dev<PickRow>(TMAX);
     CUDA_OK(cudaMemcpy(dpr, pr.data(), TMAX * sizeof(PickRow), cudaMemcpyHostToDevice));
+    std::vector<PickRow> pr_p(TMAX, PickRow{1.0f, 0, 1, 0, 0.9f, 0});
+    CUDA_OK(cudaMemcpy(dpr_p, pr_p.data(), TMAX * sizeof(PickRow), cudaMemcpyHostToDevice));
     PickOut *pout = dev<PickOut>(TMAX);
     void *pscratch = dev<uint8_t>(k_pick_rows_scratch_bytes(TMAX));
     float2 *cs = dev<float2>((size_t)(context + 1) * HD / 2);
@@ -181,16 +183,18 @@ int main(int argc, char **argv)
         T_("lm_head: gather + norm", T == 1 ? cudaSuccess : k_gather_rows(xg, x, lrows, LR, H, 0));
         T_("lm_head gemm", T == 1 ? k_gemv_f16(logits, lm, NULL, x, nw, 1e-5f, VOCAB, H, 0, 0)
                                   : k_gemm_f16(logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0));
-        T_("pick", k_pick_rows(pout, dpr, logits, LR, VOCAB, pscratch, 0));
+        T_("pick", k_pick_rows(pout, dpr, logits, LR, VOCAB, pscratch, false, 0));
+        T_("pick, top_p 0.9 (the cut)", k_pick_rows(pout, dpr_p, logits, LR, VOCAB, pscratch, true, 0));
         reps = saved;
         double tail = 0;
-        for (int i = nl; i < n; i++)
+        for (int i = nl; i < n - 1; i++) /* the greedy step: not the top_p pick */
             tail += r[i].us;
         printf("\n%u sequences (attention splits %u)       us/launch   x24 (ms)\n", T, splits);
         for (int i = 0; i < n; i++)
             printf("  %-28s %9.1f %9.2f\n", r[i].name, r[i].us, i < nl ? r[i].us * 24 / 1000 : r[i].us / 1000);
         double step = layer * 24 + tail;
-        printf("  %-28s %9s %9.2f  -> %.0f tokens/s\n", "one step", "", step / 1000, T / (step / 1e6));
+        printf("  %-28s %9s %9.2f  -> %.0f tokens/s\n", "one step (greedy)", "", step / 1000,
+               T / (step / 1e6));
         printf("  experts' products by tile (us/launch): ");
         for (uint32_t tile : {16u, 32u, 64u, 128u}) {
             double gu = time_us([&](uint32_t l) {

@@ -821,7 +821,7 @@ static void check_pick_rows()
     CUDA_OK(cudaMalloc(&scratch, k_pick_rows_scratch_bytes(2000)));
     std::vector<PickRow> rows = {PickRow{0.0f, 0, 0, 0, 0, 0}, PickRow{0.0f, 0, 0, 0, 0, 0}};
     PickOut *dout = dev<PickOut>(2000);
-    check(k_pick_rows(dout, upload(rows), dl, 2, V, scratch, 0), "k_pick_rows");
+    check(k_pick_rows(dout, upload(rows), dl, 2, V, scratch, false, 0), "k_pick_rows");
     auto got = download(dout, 2);
     report("k_pick_rows", "greedy: id differs from argmax", got[0].id != (int32_t)arg, 0);
     double want_lp = logits[arg] - mx - log(sum);
@@ -840,7 +840,7 @@ static void check_pick_rows()
         std::vector<PickRow> pr(R);
         for (uint32_t r = 0; r < R; r++)
             pr[r] = PickRow{2.0f, 0, 42, (uint64_t)l * R + r, 0, 0};
-        check(k_pick_rows(dout, upload(pr), dsm, R, 4, scratch, 0), "k_pick_rows");
+        check(k_pick_rows(dout, upload(pr), dsm, R, 4, scratch, false, 0), "k_pick_rows");
         for (const PickOut &o : download(dout, R))
             counts[o.id & 3]++;
     }
@@ -907,7 +907,8 @@ static void check_pick_cuts()
         rows.push_back(PickRow{cases[r].T, cases[r].k, 1, 0, cases[r].p, cases[r].minp});
     }
     PickCut *dcut = dev<PickCut>(R);
-    check(k_pick_cuts(dcut, upload(rows), upload(logits), R, V, 0), "k_pick_cuts");
+    void *cut_scratch = dev<uint8_t>(k_pick_cuts_scratch_bytes(R));
+    check(k_pick_cuts(dcut, upload(rows), upload(logits), R, V, cut_scratch, 0), "k_pick_cuts");
     auto cuts = download(dcut, R);
     for (uint32_t r = 0; r < R; r++) {
         std::vector<float> l(logits.begin() + (size_t)r * V, logits.begin() + (size_t)(r + 1) * V);
@@ -955,7 +956,7 @@ static void check_pick_cuts()
             std::vector<PickRow> pr(N);
             for (uint32_t r = 0; r < N; r++)
                 pr[r] = PickRow{1.0f, d.k, 7, (uint64_t)L * N + r, d.p, d.minp};
-            check(k_pick_rows(dout, upload(pr), dsm, N, 6, scratch, 0), "k_pick_rows");
+            check(k_pick_rows(dout, upload(pr), dsm, N, 6, scratch, true, 0), "k_pick_rows");
             for (const PickOut &o : download(dout, N))
                 counts[o.id >= 0 && o.id < 6 ? o.id : 5]++;
         }

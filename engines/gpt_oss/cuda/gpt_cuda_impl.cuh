@@ -74,7 +74,8 @@ struct gpt_cuda {
     StepBuf sb;
     uint32_t chunk, rows, context;
     gpt_cuda_kv_layout kv;
-    cudaGraphExec_t graph1; /* the step of one decoding sequence picked on the GPU */
+    cudaGraphExec_t graph1[2]; /* the step of one decoding sequence picked on the GPU: [0]
+                                  greedy or temperature only, [1] with top_k/top_p/min_p */
     bool graph1_ready;
     /* every device allocation, for freeing and for counting */
     void **allocs;

@@ -650,8 +650,10 @@ void gpt_cuda_free(gpt_cuda *g)
     cudaSetDevice(g->device);
     if (g->stream)
         cudaStreamSynchronize(g->stream);
-    if (g->graph1_ready)
-        cudaGraphExecDestroy(g->graph1);
+    if (g->graph1_ready) {
+        cudaGraphExecDestroy(g->graph1[0]);
+        cudaGraphExecDestroy(g->graph1[1]);
+    }
     for (size_t i = 0; i < g->n_allocs; i++)
         cudaFree(g->allocs[i]);
     if (g->sb.h_in)

@@ -85,9 +85,9 @@ static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
 }
 
 /* One token through the matrix-vector kernels; with pick, its logits into logits row 0
- * and their pick (prow[0]) into pout[0].  Nothing in it depends on the host but T = 1:
- * the graph of the one-token step. */
-static cudaError_t forward_one(gpt_cuda *g, bool pick)
+ * and their pick (prow[0]) into pout[0], through the filters' cut with cuts.  Nothing in
+ * it depends on the host but T = 1: the graphs of the one-token step. */
+static cudaError_t forward_one(gpt_cuda *g, bool pick, bool cuts)
 {
     const gpt_config *c = &g->cfg;
     StepBuf *b = &g->sb;
@@ -120,28 +120,43 @@ static cudaError_t forward_one(gpt_cuda *g, bool pick)
     }
     if (pick) {
         CK(k_gemv_f16(b->logits, g->lm_head, NULL, b->x, g->final_norm, eps, c->vocab, H, 0, st));
-        CK(k_pick_rows(b->pout, b->prow, b->logits, 1, c->vocab, b->pick_scratch, st));
+        CK(k_pick_rows(b->pout, b->prow, b->logits, 1, c->vocab, b->pick_scratch, cuts, st));
     }
     return cudaSuccess;
+}
+
+/* graph1[which]: the one-token step with (1) or without (0) the filters' cut. */
+static cudaError_t capture_graph(gpt_cuda *g, int which)
+{
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess)
+        return e;
+    e = forward_one(g, true, which == 1);
+    cudaError_t end = cudaStreamEndCapture(g->stream, &graph);
+    if (e == cudaSuccess)
+        e = end;
+    if (e == cudaSuccess)
+        e = cudaGraphInstantiate(&g->graph1[which], graph, 0);
+    if (graph)
+        cudaGraphDestroy(graph);
+    return e;
 }
 
 static cudaError_t capture_one(gpt_cuda *g)
 {
     if (g->graph1_ready)
         return cudaSuccess;
-    cudaGraph_t graph = NULL;
-    CK(cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal));
-    cudaError_t e = forward_one(g, true);
-    cudaError_t end = cudaStreamEndCapture(g->stream, &graph);
-    if (e == cudaSuccess)
-        e = end;
-    if (e == cudaSuccess)
-        e = cudaGraphInstantiate(&g->graph1, graph, 0);
-    if (graph)
-        cudaGraphDestroy(graph);
-    if (e == cudaSuccess)
-        g->graph1_ready = true;
-    return e;
+    cudaError_t e = capture_graph(g, 0);
+    if (e != cudaSuccess)
+        return e;
+    e = capture_graph(g, 1);
+    if (e != cudaSuccess) {
+        cudaGraphExecDestroy(g->graph1[0]);
+        return e;
+    }
+    g->graph1_ready = true;
+    return cudaSuccess;
 }
 
 /* ---- the step's inputs --------------------------------------------------------------------- */
@@ -156,6 +171,7 @@ struct LogitRow {
 
 struct Plan {
     uint32_t T, n_tables, n_pick, max_pos;
+    bool cuts; /* a pick row has top_k, top_p or min_p */
     LogitRow *rows; /* picks first */
     uint32_t n_rows;
 };
@@ -257,6 +273,9 @@ static llmr_status plan_step(gpt_cuda *g, const gpt_cuda_item *items, uint32_t n
             lrows[picks] = (int32_t)(t0 + it->count - 1);
             prow[picks] = PickRow{it->temperature < 1e-5f ? 0.0f : it->temperature, it->top_k,
                                   it->seed, it->draw, it->top_p, it->min_p};
+            p->cuts |= prow[picks].temperature > 0.0f &&
+                       ((it->top_k > 0 && it->top_k < g->cfg.vocab) ||
+                        (it->top_p > 0.0f && it->top_p < 1.0f) || it->min_p > 0.0f);
             p->rows[picks++] = LogitRow{t0 + it->count - 1, (int32_t)i, NULL};
         }
         t0 += it->count;
@@ -328,7 +347,8 @@ static cudaError_t finish_rows(gpt_cuda *g, const Plan *p, gpt_cuda_item *items)
         CK(rows_logits(g, p, first, R));
         uint32_t picks = first == 0 ? p->n_pick : 0;
         if (picks) {
-            CK(k_pick_rows(b->pout, b->prow, b->logits, picks, c->vocab, b->pick_scratch, st));
+            CK(k_pick_rows(b->pout, b->prow, b->logits, picks, c->vocab, b->pick_scratch, p->cuts,
+                           st));
             CK(cudaMemcpyAsync(b->h_pout, b->pout, picks * sizeof(PickOut), cudaMemcpyDeviceToHost, st));
         }
         for (uint32_t r = picks; r < R; r++)
@@ -353,7 +373,7 @@ static cudaError_t run(gpt_cuda *g, const Plan *p, gpt_cuda_item *items, uint32_
     if (one && p->n_pick == 1 && p->n_rows == 1) {
         if (!g->graph1_ready)
             CK(capture_one(g));
-        CK(cudaGraphLaunch(g->graph1, g->stream));
+        CK(cudaGraphLaunch(g->graph1[p->cuts], g->stream));
         CK(cudaMemcpyAsync(g->sb.h_pout, g->sb.pout, sizeof(PickOut), cudaMemcpyDeviceToHost,
                            g->stream));
         CK(cudaStreamSynchronize(g->stream));
@@ -362,7 +382,7 @@ static cudaError_t run(gpt_cuda *g, const Plan *p, gpt_cuda_item *items, uint32_
         return cudaSuccess;
     }
     if (one)
-        CK(forward_one(g, false));
+        CK(forward_one(g, false, false));
     else
         CK(forward(g, p->T, p->max_pos));
     return p->n_rows ? finish_rows(g, p, items) : cudaStreamSynchronize(g->stream);

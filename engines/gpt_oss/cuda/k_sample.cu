@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(PICK_THREADS) pick_rows_slice_kernel(PickPart 
     const uint32_t lo = blockIdx.x * per, hi = min(vocab, lo + per);
     const PickRow row = rows[r];
     PickPart p = scan_slice(logits + (size_t)r * vocab, lo, hi, row.temperature, row.seed, row.step,
-                            cuts[r]);
+                            cuts ? cuts[r] : PickCut{-INFINITY, -1});
     if (threadIdx.x == 0)
         parts[(size_t)r * slices + blockIdx.x] = p;
 }
@@ -165,11 +165,12 @@ __global__ void __launch_bounds__(ROW_SLICES_MAX) pick_rows_merge_kernel(PickOut
 
 size_t k_pick_rows_scratch_bytes(uint32_t rows)
 {
-    return (size_t)rows * (ROW_SLICES_MAX * sizeof(PickPart) + sizeof(PickCut));
+    return (size_t)rows * (ROW_SLICES_MAX * sizeof(PickPart) + sizeof(PickCut)) + 256 +
+           k_pick_cuts_scratch_bytes(rows);
 }
 
 cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
-                        uint32_t vocab, void *scratch, cudaStream_t s)
+                        uint32_t vocab, void *scratch, bool with_cuts, cudaStream_t s)
 {
     if (vocab == 0 || R == 0)
         return cudaErrorInvalidValue;
@@ -178,11 +179,16 @@ cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, 
     slices = slices < 1 ? 1 : slices > ROW_SLICES_MAX ? ROW_SLICES_MAX : slices;
     PickPart *parts = static_cast<PickPart *>(scratch);
     PickCut *cuts = reinterpret_cast<PickCut *>(parts + (size_t)R * ROW_SLICES_MAX);
-    cudaError_t e = k_pick_cuts(cuts, rows, logits, R, vocab, s);
-    if (e != cudaSuccess)
-        return e;
-    LAUNCH(pick_rows_slice_kernel, dim3(slices, R), PICK_THREADS, 0, s, parts, rows, cuts, logits,
-           vocab, slices);
+    /* the cuts' own scratch after them, 256-byte aligned */
+    uintptr_t after = reinterpret_cast<uintptr_t>(cuts + R);
+    void *cut_scratch = reinterpret_cast<void *>((after + 255) & ~(uintptr_t)255);
+    if (with_cuts) {
+        cudaError_t e = k_pick_cuts(cuts, rows, logits, R, vocab, cut_scratch, s);
+        if (e != cudaSuccess)
+            return e;
+    }
+    LAUNCH(pick_rows_slice_kernel, dim3(slices, R), PICK_THREADS, 0, s, parts, rows,
+           with_cuts ? cuts : nullptr, logits, vocab, slices);
     LAUNCH(pick_rows_merge_kernel, R, ROW_SLICES_MAX, 0, s, out, logits, parts, vocab, slices);
     return cudaGetLastError();
 }

@@ -105,15 +105,18 @@ struct PickCut {
     float t;
     int32_t id_max;
 };
-/* out[r] from logits [R][vocab] with rows[r]: the cuts (k_pick_cuts), then the draw
- * (k_sample.cu).  scratch: k_pick_rows_scratch_bytes(R) of device memory. */
+/* out[r] from logits [R][vocab] with rows[r]: with cuts, the filters' cuts first
+ * (k_pick_cuts; without, every row keeps every number: greedy or temperature alone),
+ * then the draw (k_sample.cu).  scratch: k_pick_rows_scratch_bytes(R) of device memory. */
 cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
-                        uint32_t vocab, void *scratch, cudaStream_t s);
-/* cuts[r] of rows[r]'s top_k, top_p and min_p over logits row r (k_pick_cut.cu): one
- * block a row; a greedy row or one without filters gets {-inf, -1} (every number). */
-cudaError_t k_pick_cuts(PickCut *cuts, const PickRow *rows, const float *logits, uint32_t R,
-                        uint32_t vocab, cudaStream_t s);
+                        uint32_t vocab, void *scratch, bool cuts, cudaStream_t s);
 size_t k_pick_rows_scratch_bytes(uint32_t rows);
+/* cuts[r] of rows[r]'s top_k, top_p and min_p over logits row r (k_pick_cut.cu): each
+ * row's vocabulary in slices, a block each, about 22 launches; a greedy row or one
+ * without filters gets {-inf, -1} (every number).  scratch: k_pick_cuts_scratch_bytes(R). */
+cudaError_t k_pick_cuts(PickCut *cuts, const PickRow *rows, const float *logits, uint32_t R,
+                        uint32_t vocab, void *scratch, cudaStream_t s);
+size_t k_pick_cuts_scratch_bytes(uint32_t R);
 /* x[r][:] = src[rows[r]][:] for r < R (the rows of a step whose logits are wanted). */
 cudaError_t k_gather_rows(float *x, const float *src, const int32_t *rows, uint32_t R, uint32_t H,
                           cudaStream_t s);
