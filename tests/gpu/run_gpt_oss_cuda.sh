@@ -97,7 +97,7 @@ for step in $steps; do
           --prompt-ids "$ids" --temperature 0.7 --max-tokens 40 --json \
           >"$out/sanitize-$tool-run.log" 2>&1
         rc2=$?
-        note "compute-sanitizer $tool: logits rc $rc1, run rc $rc2; $(grep -h 'ERROR SUMMARY' "$out"/sanitize-$tool-*.log | tr '\n' ' ')"
+        note "compute-sanitizer $tool: logits rc $rc1, run rc $rc2; $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$out"/sanitize-$tool-*.log | tr '\n' ' ')"
         # a batch of several sequences, paged: six requests of different lengths at once
         # to a node whose worker runs under the tool
         NODE_WRAP="compute-sanitizer --tool $tool --target-processes all" \
@@ -111,11 +111,14 @@ for step in $steps; do
         # shellcheck disable=SC2046
         wait $(jobs -p | grep -v "^$node\$") 2>/dev/null
         answered=$(grep -l '"choices"' "$out"/sanitize-$tool-batch-*.json 2>/dev/null | wc -l)
-        kill -INT "$node" 2>/dev/null # the node stops its worker, which exits and is reported
+        # SIGINT to the node itself (under the tool; its log names its pid), which stops
+        # its worker: both exit and the tool reports them
+        pid=$(grep -o 'node running (pid [0-9]*' "$out/sanitize-$tool-batch-node.log" | grep -o '[0-9]*$')
+        kill -INT "${pid:-$node}" 2>/dev/null
         for _ in $(seq 120); do kill -0 "$node" 2>/dev/null || break; sleep 0.5; done
         kill -KILL "$node" 2>/dev/null
         wait "$node" 2>/dev/null
-        note "compute-sanitizer $tool, 6 requests at once through a node: $answered answered; $(grep -h 'ERROR SUMMARY' "$out/sanitize-$tool-batch-node.log" | tr '\n' ' ')"
+        note "compute-sanitizer $tool, 6 requests at once through a node: $answered answered; $(grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool-batch-node.log" | tr '\n' ' ')"
       done
       ;;
     bench)
