@@ -182,7 +182,11 @@ static void open_item(llmr_oai_resp_out *o, json_t *events, int kind, json_t *it
     }
     o->open = kind;
     json_int_t at = (json_int_t)json_array_size(resp_output(o)) - 1;
-    json_t *shown = json_deep_copy(item); /* as it was when added */
+    /* as it was when added, its content empty: the part comes with content_part.added
+     * (as OpenAI streams it; an SDK's accumulator appends that part to the item) */
+    json_t *shown = json_deep_copy(item);
+    if (shown && json_object_get(shown, "content"))
+        json_object_set_new(shown, "content", json_array());
     emit(o, events, "response.output_item.added",
          json_pack("{s:I, s:o}", "output_index", at, "item", shown ? shown : json_null()));
     json_t *part = json_array_get(json_object_get(item, "content"), 0);

@@ -319,7 +319,7 @@ static json_t *answered_response(const attempt *a)
 {
     const char *text = llmr_strbuf_cstr(&a->body);
     if (!a->stream)
-        return json_loads(text, 0, NULL);
+        return json_loads(text, JSON_ALLOW_NUL, NULL);
     const char *keys[] = {"event: response.completed\ndata: ", "event: response.incomplete\ndata: "};
     for (size_t k = 0; k < 2; k++) {
         const char *at = strstr(text, keys[k]);
@@ -327,7 +327,7 @@ static json_t *answered_response(const attempt *a)
             continue;
         at += strlen(keys[k]);
         const char *end = strchr(at, '\n');
-        json_t *e = json_loadb(at, end ? (size_t)(end - at) : strlen(at), 0, NULL);
+        json_t *e = json_loadb(at, end ? (size_t)(end - at) : strlen(at), JSON_ALLOW_NUL, NULL);
         json_t *resp = json_incref(json_object_get(e, "response"));
         json_decref(e);
         return resp;
@@ -348,8 +348,12 @@ static bool stream_ended(attempt *a)
         if (at)
             a->last_event = (size_t)(at - text) + 1;
     }
+    /* its end: looked for in what is new (and the byte before it) */
+    size_t end_from = a->scanned > 0 ? a->scanned - 1 : 0;
+    if (a->last_event && end_from < a->last_event - 1)
+        end_from = a->last_event - 1;
     a->scanned = a->body.len;
-    return a->last_event && strstr(text + a->last_event - 1, "\n\n") != NULL;
+    return a->last_event && strstr(text + end_from, "\n\n") != NULL;
 }
 
 static void store_response(llmr_router *r, const router_caller *c, const attempt *a, const json_t *input,

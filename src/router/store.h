@@ -126,7 +126,8 @@ bool llmr_store_request_stats_since(llmr_store *s, int64_t since_ms, llmr_store_
 
 /* Keeps a response (its id, the input items it was given, the response object) for the
  * API key key_id ("" without auth).  The oldest beyond LLMR_STORE_RESPONSES_KEEP go.
- * INVALID_ARGUMENT when a text is over LLMR_STORE_RESPONSE_MAX. */
+ * INVALID_ARGUMENT when a text is over LLMR_STORE_RESPONSE_MAX, or when a response of that
+ * id is stored already (never replaced: it may be another key's). */
 llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *key_id, int64_t created_ms,
                                     const json_t *input, const json_t *response, llmr_strbuf *err);
 /* The response of that key: *input and *response (new references).  NOT_FOUND when

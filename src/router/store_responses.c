@@ -29,7 +29,7 @@ llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *k
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&s->db_lock);
     if (sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO responses (id, key_id, created_ms, input, response) "
+                           "INSERT INTO responses (id, key_id, created_ms, input, response) "
                            "VALUES (?, ?, ?, ?, ?)",
                            -1, &st, NULL) != SQLITE_OK) {
         status = llmr_store_sql_fail(s, err, "storing a response");
@@ -40,7 +40,13 @@ llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *k
     sqlite3_bind_int64(st, 3, created_ms);
     llmr_store_bind_text(st, 4, input_text);
     llmr_store_bind_text(st, 5, response_text);
-    if (sqlite3_step(st) != SQLITE_DONE) {
+    int rc = sqlite3_step(st);
+    if ((rc & 0xff) == SQLITE_CONSTRAINT) { /* never replaced: it may be another key's */
+        llmr_strbuf_printf(err, "a response with id '%.64s' is stored already", id);
+        status = LLMR_INVALID_ARGUMENT;
+        goto done;
+    }
+    if (rc != SQLITE_DONE) {
         status = llmr_store_sql_fail(s, err, "storing a response");
         goto done;
     }
@@ -85,8 +91,8 @@ llmr_status llmr_store_response_get(llmr_store *s, const char *id, const char *k
         status = llmr_store_sql_fail(s, err, "reading a response");
         goto done;
     }
-    *input = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
-    *response = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+    *input = json_loads((const char *)sqlite3_column_text(st, 0), JSON_ALLOW_NUL, NULL);
+    *response = json_loads((const char *)sqlite3_column_text(st, 1), JSON_ALLOW_NUL, NULL);
     if (!json_is_array(*input) || !json_is_object(*response)) {
         json_decref(*input);
         json_decref(*response);

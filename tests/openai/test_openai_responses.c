@@ -230,6 +230,11 @@ static void deltas_become_items_and_events(void)
                  "response.function_call_arguments.done response.output_item.done "
                  "response.completed");
     free(types);
+    /* an item comes added with its content empty: its part comes with content_part.added
+     * (an SDK's accumulator would otherwise hold the part twice) */
+    json_t *added = json_object_get(json_array_get(events, 2), "item");
+    CHECK(added && json_is_array(json_object_get(added, "content")) &&
+          json_array_size(json_object_get(added, "content")) == 0);
     json_t *resp = llmr_oai_resp_out_response(o);
     CHECK_EQ_STR(json_string_value(json_object_get(resp, "status")), "completed");
     CHECK_EQ_STR(json_string_value(json_object_get(resp, "object")), "response");

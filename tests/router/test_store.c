@@ -952,6 +952,38 @@ TEST(threads_share_one_store)
     llmr_strbuf_free(&err);
 }
 
+/* A stored response is never replaced: an id that comes again (a node may answer with
+ * any id) is refused, and the first key's response stays its own. */
+TEST(a_stored_response_is_never_replaced_by_another_key)
+{
+    llmr_store *s = open_new(NULL);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    static const char with_nul[] = "a's input with \0 inside";
+    json_t *in_a = json_pack("[{s:o}]", "text", json_stringn(with_nul, sizeof with_nul - 1));
+    json_t *resp_a = json_pack("{s:s, s:s}", "id", "resp_1", "owner", "a");
+    json_t *in_b = json_pack("[]"), *resp_b = json_pack("{s:s, s:s}", "id", "resp_1", "owner", "b");
+    CHECK_EQ_INT(llmr_store_response_put(s, "resp_1", "key-a", 1, in_a, resp_a, &err), LLMR_OK);
+    CHECK_EQ_INT(llmr_store_response_put(s, "resp_1", "key-b", 2, in_b, resp_b, &err), LLMR_INVALID_ARGUMENT);
+    json_t *in = NULL, *resp = NULL;
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_store_response_get(s, "resp_1", "key-a", &in, &resp, &err), LLMR_OK);
+    CHECK_EQ_STR(json_string_value(json_object_get(resp, "owner")), "a");
+    CHECK(json_equal(in, in_a)); /* a NUL in the text survives */
+    json_decref(in);
+    json_decref(resp);
+    CHECK_EQ_INT(llmr_store_response_get(s, "resp_1", "key-b", &in, &resp, &err), LLMR_NOT_FOUND);
+    CHECK_EQ_INT(llmr_store_response_delete(s, "resp_1", "key-b", &err), LLMR_NOT_FOUND);
+    CHECK_EQ_INT(llmr_store_response_get(s, "resp_1", "key-a", &in, &resp, &err), LLMR_OK);
+    json_decref(in);
+    json_decref(resp);
+    json_decref(in_a);
+    json_decref(resp_a);
+    json_decref(in_b);
+    json_decref(resp_b);
+    llmr_strbuf_free(&err);
+    llmr_store_close(s);
+}
+
 int main(void)
 {
     RUN(open_creates_a_database_that_survives_reopening);
@@ -972,5 +1004,6 @@ int main(void)
     RUN(a_full_queue_drops_the_oldest_and_counts_them);
     RUN(a_committed_model_survives_sigkill_and_a_half_transaction_does_not);
     RUN(threads_share_one_store);
+    RUN(a_stored_response_is_never_replaced_by_another_key);
     return llmr_test_finish();
 }
