@@ -1,16 +1,19 @@
 // The dashboard in a real browser (Debian's chromium through playwright-core) against
 // a real `llmr serve` that run_dashboard_tests.sh started.  At 1280×800: sign-in with
 // a wrong key and the admin key, the live indicator, the local node's card, a refused
-// and an accepted model registration, a streamed chat and a rendered prompt in the
-// playground, a key created (its secret shown once) and revoked, the request log, the
-// charts.  At 390×844: every page fits the width.  On every page, at both sizes, the
+// and an accepted model registration, a streamed chat of two turns, a stopped one and a
+// rendered prompt in the playground, a key created (its secret shown once) and revoked,
+// the request log, a chat with the gpt-oss-echo model (reasoning folded apart from the
+// answer, a tool call shown as a call, markdown, the whole history sent, no special
+// token's text on the page), the charts.  At 390×844: every page fits the width.  On every page, at both sizes, the
 // browser console stays free of errors and warnings and no exception escapes.
 // Screenshots of every page at both sizes go to LLMR_DASHBOARD_ARTIFACTS.
 //
 // Environment (set by the runner): LLMR_DASHBOARD_URL (the router's base URL),
 // LLMR_DASHBOARD_ADMIN_KEY, LLMR_DASHBOARD_LOOP_DIR (a loopback model directory),
-// LLMR_DASHBOARD_BAD_DIR (the same without tokenizer.json), LLMR_DASHBOARD_ARTIFACTS,
-// CHROMIUM (the browser).
+// LLMR_DASHBOARD_BAD_DIR (the same without tokenizer.json), LLMR_DASHBOARD_ECHO_DIR (a
+// gpt-oss-echo model directory; empty when gpt-oss's tokenizer is not here, and its test
+// is then skipped), LLMR_DASHBOARD_ARTIFACTS, CHROMIUM (the browser).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -28,6 +31,7 @@ const BAD_DIR = env('LLMR_DASHBOARD_BAD_DIR');
 const ARTIFACTS = env('LLMR_DASHBOARD_ARTIFACTS');
 const CHROMIUM = env('CHROMIUM');
 const LOOP = path.basename(LOOP_DIR);
+const ECHO_DIR = process.env.LLMR_DASHBOARD_ECHO_DIR || '';
 
 const PAGES = ['nodes', 'models', 'keys', 'requests', 'charts', 'playground'];
 const tid = (id) => `[data-testid="${id}"]`;
@@ -68,6 +72,12 @@ async function shot(page, name) {
 
 async function textOf(page, selector) {
   return ((await page.locator(selector).first().textContent()) || '').trim();
+}
+
+// The text of the last element that matches selector ('' when there is none).
+async function lastText(page, selector) {
+  const all = page.locator(selector);
+  return (await all.count()) ? ((await all.last().textContent()) || '').trim() : '';
 }
 
 async function signIn(page) {
@@ -186,7 +196,7 @@ test('desktop: the loopback model registers and becomes ready', async (t) => {
   dw.check('on the models page');
 });
 
-test('desktop: the playground streams a chat, stops one, and shows the rendered prompt', async (t) => {
+test('desktop: the playground streams a chat of two turns, stops one, and shows the rendered prompt', async (t) => {
   if (!needSignIn(t)) return;
   if (!loopReady) return t.skip('the loopback model is not ready');
   await go(desk, 'playground');
@@ -217,25 +227,45 @@ test('desktop: the playground streams a chat, stops one, and shows the rendered 
   await desk.locator(tid('pg-send')).click();
   await sendDone();
   const lengths = await desk.evaluate(() => window.__lengths);
-  const output = await textOf(desk, tid('pg-output'));
+  const output = await lastText(desk, tid('pg-answer'));
   const steps = [...new Set(lengths.filter((n) => n > 0))];
-  assert.ok(output.length > 0, 'the output is not empty');
+  assert.ok(output.length > 0, 'the answer is not empty');
+  assert.equal(await desk.locator(tid('pg-message')).inputValue(), '', 'the message box is emptied by Send');
+  assert.equal(await desk.locator(`${tid('pg-turn')}[data-role="user"]`).count(), 1, 'one user turn');
+  assert.equal(await desk.locator(`${tid('pg-turn')}[data-role="assistant"]`).count(), 1, 'one assistant turn');
   assert.equal(await textOf(desk, tid('pg-error')), '', 'no error shown');
   assert.ok(steps.length >= 10, `the output grew in ${steps.length} step(s) (lengths seen: ${lengths.join(', ')})`);
   t.diagnostic(`the streamed output grew in ${steps.length} steps to ${output.length} characters`);
   assert.ok(await desk.locator(tid('pg-stop')).isDisabled(), 'Stop is disabled once the stream ended');
 
-  // Stop: a long answer cut short once it has begun.
+  // A second turn, stopped: a long answer cut short once it has begun.  Shift+Enter
+  // writes a newline; Enter sends.
   await desk.locator(tid('pg-max-tokens')).fill('2000');
-  await observe();
-  await desk.locator(tid('pg-send')).click();
-  await desk.waitForFunction((sel) => document.querySelector(sel).textContent.length > 0, tid('pg-output'));
+  await desk.locator(tid('pg-message')).fill('And another');
+  await desk.locator(tid('pg-message')).press('Shift+Enter');
+  await desk.locator(tid('pg-message')).type('one.');
+  assert.equal(await desk.locator(tid('pg-message')).inputValue(), 'And another\none.', 'Shift+Enter is a newline');
+  assert.ok(await desk.locator(tid('pg-stop')).isDisabled(), 'Shift+Enter sent nothing');
+  await desk.locator(tid('pg-message')).press('Enter');
+  const answers = `${tid('pg-turn')}[data-role="assistant"]`;
+  await desk.waitForFunction(
+    (sel) => {
+      const turns = document.querySelectorAll(sel);
+      const a = turns.length === 2 && turns[1].querySelector('[data-testid="pg-answer"]');
+      return a && a.textContent.length > 0;
+    },
+    answers,
+    { timeout: 15000 }
+  );
   await desk.locator(tid('pg-stop')).click();
   await sendDone();
-  const cut = await textOf(desk, tid('pg-output'));
+  const cut = await lastText(desk, tid('pg-answer'));
   await desk.waitForTimeout(300);
-  assert.equal(await textOf(desk, tid('pg-output')), cut, 'nothing more arrives after Stop');
+  assert.equal(await lastText(desk, tid('pg-answer')), cut, 'nothing more arrives after Stop');
   assert.equal(await textOf(desk, tid('pg-error')), '', 'Stop shows no error');
+  assert.match(await lastText(desk, tid('pg-turn-meta')), /stopped/, 'the stopped turn says so');
+  assert.equal(await desk.locator(answers).count(), 2, 'two assistant turns');
+  assert.equal(await lastText(desk, tid('pg-user-text')), 'And another\none.', 'the second user turn');
 
   await desk.locator(tid('pg-render')).click();
   const rendered = desk.locator(tid('pg-rendered'));
@@ -296,6 +326,144 @@ test('desktop: the requests page lists the chat', async (t) => {
   assert.match(row, new RegExp(LOOP), 'the newest request names the model');
   await shot(desk, 'desktop-requests');
   dw.check('on the requests page');
+});
+
+// ---- the playground with gpt-oss-echo ------------------------------------------------
+// The echo model answers a chat with the last user message, special tokens recognised,
+// so each message below is the harmony the model "writes".
+const REASONED = '<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>**Hi** there';
+const CALL = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>';
+const MARKDOWN =
+  '<|channel|>final<|message|>Sunny in *Paris*:\n\n- `20 °C`\n- [forecast](https://example.com/w) and [bad](javascript:alert)\n\n```\nlet x = "<b>no</b>";\n```';
+const TOOLS = JSON.stringify([
+  {
+    type: 'function',
+    function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+  },
+]);
+
+test('desktop: the playground chats with gpt-oss-echo: reasoning folded, a tool call, markdown', async (t) => {
+  if (!needSignIn(t)) return;
+  if (!ECHO_DIR) return t.skip("no gpt-oss-echo model here (it needs gpt-oss's tokenizer and chat template)");
+  const echo = path.basename(ECHO_DIR);
+  const reg = await fetch(`${BASE}/v0/models`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ path: ECHO_DIR, format: 'safetensors' }),
+  });
+  assert.equal(reg.status, 201, `registering the echo model: ${reg.status} ${await reg.text()}`);
+  await go(desk, 'playground');
+  await desk.waitForFunction(
+    ([sel, name]) => [...document.querySelector(sel).options].some((o) => o.value === name),
+    [tid('pg-model'), echo],
+    { timeout: 60000 }
+  );
+  await desk.locator(tid('pg-model')).selectOption(echo);
+  assert.equal(await desk.locator(tid('pg-turn')).count(), 0, 'the chat starts empty');
+  await desk.locator(tid('pg-max-tokens')).fill('200');
+  await desk.locator(tid('pg-tools')).fill(TOOLS);
+  const bodies = [];
+  const onRequest = (req) => {
+    if (req.url().endsWith('/v1/chat/completions')) bodies.push(JSON.parse(req.postData() || '{}'));
+  };
+  desk.on('request', onRequest);
+  const turns = (role) => desk.locator(`${tid('pg-turn')}[data-role="${role}"]`);
+  const say = async (text) => {
+    await desk.locator(tid('pg-message')).fill(text);
+    await desk.locator(tid('pg-message')).press('Enter');
+    await desk.waitForFunction((sel) => !document.querySelector(sel).disabled, tid('pg-send'), { timeout: 30000 });
+    assert.equal(await textOf(desk, tid('pg-error')), '', `no error after ${JSON.stringify(text)}`);
+  };
+
+  // Turn 1: reasoning, then the answer, each filling in as it streams; every state
+  // of the two is recorded.
+  await desk.evaluate((sel) => {
+    const el = document.querySelector(sel);
+    window.__states = [];
+    if (window.__observer) window.__observer.disconnect();
+    window.__observer = new MutationObserver(() => {
+      const turns = el.querySelectorAll('[data-role="assistant"]');
+      const last = turns[turns.length - 1];
+      if (!last) return;
+      const r = last.querySelector('[data-testid="pg-reasoning-text"]');
+      const a = last.querySelector('[data-testid="pg-answer"]');
+      window.__states.push([r ? r.textContent : '', a ? a.textContent : '']);
+    });
+    window.__observer.observe(el, { subtree: true, childList: true, characterData: true });
+  }, tid('pg-output'));
+  await say(REASONED);
+  const states = await desk.evaluate(() => window.__states);
+  const first = turns('assistant').nth(0);
+  const reasoning = first.locator(tid('pg-reasoning'));
+  assert.equal(await reasoning.count(), 1, 'the turn has a reasoning block');
+  assert.equal(await reasoning.evaluate((d) => d.tagName), 'DETAILS');
+  assert.equal(await reasoning.evaluate((d) => d.open), false, 'the reasoning is folded');
+  assert.equal(await textOf(reasoning, 'summary'), 'Reasoning');
+  assert.equal(await textOf(first, tid('pg-reasoning-text')), 'Think.');
+  assert.equal(await textOf(first, tid('pg-answer')), 'Hi there', 'the answer, apart from the reasoning');
+  assert.equal(await textOf(first, `${tid('pg-answer')} strong`), 'Hi', '**Hi** is bold');
+  assert.ok(
+    states.some(([r, a]) => r.length > 0 && a === ''),
+    `the reasoning arrived before the answer (states: ${JSON.stringify(states)})`
+  );
+  assert.ok(new Set(states.map((s) => s.join('|'))).size >= 3, `the turn filled in over several steps: ${JSON.stringify(states)}`);
+  await reasoning.locator('summary').click();
+  assert.equal(await reasoning.evaluate((d) => d.open), true, 'the reasoning unfolds');
+
+  // Turn 2: a call, shown as one.
+  await say(CALL);
+  const second = turns('assistant').nth(1);
+  assert.equal(await second.locator(tid('pg-tool-call')).count(), 1, 'one tool call');
+  assert.equal(await textOf(second, tid('pg-tool-name')), 'get_weather');
+  assert.equal(await textOf(second, tid('pg-tool-args')), JSON.stringify({ city: 'Paris' }, null, 2), 'the arguments pretty-printed');
+  assert.equal(await second.locator(tid('pg-answer')).count(), 0, 'a call turn has no answer');
+  assert.match(await textOf(second, tid('pg-turn-meta')), /finish: tool_calls/);
+
+  // Turn 3: markdown, after the call; the request carried the whole conversation.
+  await say(MARKDOWN);
+  const third = turns('assistant').nth(2);
+  const answer = third.locator(tid('pg-answer'));
+  assert.equal(await textOf(answer, 'em'), 'Paris');
+  assert.deepEqual(await answer.locator('li').allTextContents(), ['20 °C', 'forecast and [bad](javascript:alert)']);
+  assert.equal(await textOf(answer, 'li code'), '20 °C');
+  assert.equal(await answer.locator('a').count(), 1, 'only the https link is a link');
+  assert.equal(await answer.locator('a').getAttribute('href'), 'https://example.com/w');
+  assert.equal(await textOf(answer, 'pre code'), 'let x = "<b>no</b>";', 'the code block shows its text');
+  assert.equal(await answer.locator('b').count(), 0, 'no markup made from the model’s text');
+  assert.equal(await turns('user').count(), 3);
+  assert.equal(await turns('assistant').count(), 3);
+
+  desk.off('request', onRequest);
+  assert.equal(bodies.length, 3, 'three chat requests');
+  const last = bodies[2];
+  assert.deepEqual(last.tools, JSON.parse(TOOLS), 'the tools are sent');
+  const msgs = last.messages.filter((m) => m.role !== 'system');
+  assert.deepEqual(
+    msgs.map((m) => m.role),
+    ['user', 'assistant', 'user', 'assistant', 'user'],
+    'the whole conversation is sent'
+  );
+  assert.equal(msgs[1].content, '**Hi** there', 'an assistant turn is sent with its answer');
+  assert.equal(msgs[3].content, null);
+  assert.equal(msgs[3].tool_calls.length, 1);
+  assert.equal(msgs[3].tool_calls[0].type, 'function');
+  assert.equal(msgs[3].tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(msgs[3].tool_calls[0].function.arguments), { city: 'Paris' });
+  assert.ok(msgs[3].tool_calls[0].id, 'the call keeps its id');
+
+  // No special token's text anywhere on the page but in what the user wrote.
+  const leaked = await desk.evaluate(() => {
+    const body = document.body.cloneNode(true);
+    for (const el of body.querySelectorAll('[data-testid="pg-user-text"], textarea')) el.remove();
+    return body.textContent;
+  });
+  for (const token of ['<|', '|>', 'assistantfinal', 'to=functions'])
+    assert.ok(!leaked.includes(token), `the page shows no ${JSON.stringify(token)}`);
+  await shot(desk, 'desktop-playground-chat');
+
+  await desk.locator(tid('pg-clear')).click();
+  assert.equal(await desk.locator(tid('pg-turn')).count(), 0, 'Clear empties the chat');
+  dw.check('on the playground with the echo model');
 });
 
 test('desktop: both charts are drawn', async (t) => {

@@ -3,7 +3,10 @@
 # in package-lock.json, installed with `npm ci` into BUILD_DIR/dashboard-test-npm, again
 # only when the lock file changes; it downloads no browser), against `llmr serve` on a
 # fresh data directory and a free port.  A loopback model directory and a copy of it
-# without tokenizer.json are made for the registrations; dashboard.test.mjs runs under
+# without tokenizer.json are made for the registrations, and, when gpt-oss's tokenizer
+# and chat template are there (data/gpt-oss beside the binary, or
+# LLMR_GPT_OSS_TOKENIZER_DIR), the gpt-oss-echo model for the playground's chat (its
+# tests are skipped otherwise); dashboard.test.mjs runs under
 # `node --test`; screenshots of every page at 1280×800 and 390×844 go to
 # BUILD_DIR/tests/dashboard-artifacts.  serve must then stop cleanly on SIGTERM.
 # Usage: run_dashboard_tests.sh PATH_TO_LLMR BUILD_DIR
@@ -57,6 +60,21 @@ serve_failed() {
 cp -r "$tmp/models/loop" "$tmp/models/notok" && rm "$tmp/models/notok/tokenizer.json" ||
   die "cannot make the directory without tokenizer.json"
 
+# gpt-oss's tokenizer and chat template, for the echo model
+bin=$(dirname "$LLMR")
+echo_from=
+for d in "${LLMR_GPT_OSS_TOKENIZER_DIR:-}" "$bin/data/gpt-oss" "$bin/../data/gpt-oss"; do
+  [[ -n $d && -f $d/tokenizer.json && -f $d/chat_template.jinja ]] && { echo_from=$d; break; }
+done
+echo_dir=
+if [[ -n $echo_from ]]; then
+  "$LLMR" model synth --preset gpt-oss-echo --out "$tmp/models/echo" --tokenizer-from "$echo_from" \
+    >"$tmp/synth.log" 2>&1 || die "synthesizing the echo model failed: $(cat "$tmp/synth.log")"
+  echo_dir="$tmp/models/echo"
+else
+  echo "dashboard tests: no gpt-oss tokenizer and chat template (scripts/fetch-gpt-oss-tokenizer.sh): the echo model's chat is skipped"
+fi
+
 # The loopback engine paces its tokens (20 ms each), as a real model does, so the
 # playground's stream arrives token by token.
 LLMR_ENGINE_OPTIONS='{"token_delay_us":20000}' LLMR_ADMIN_KEY=$admin "$LLMR" serve --data-dir "$tmp/data" --host 127.0.0.1 --port 0 >"$tmp/serve.log" 2>&1 &
@@ -78,7 +96,7 @@ code=$(curl -s -o "$tmp/app.js" -w '%{http_code}' "$base/dashboard/app.js")
 echo "dashboard tests: playwright-core $pw_version, $("$CHROMIUM" --version 2>/dev/null | head -n1), Node.js $(node --version), against $base"
 (cd "$cache" && LLMR_DASHBOARD_URL=$base LLMR_DASHBOARD_ADMIN_KEY=$admin \
   LLMR_DASHBOARD_LOOP_DIR="$tmp/models/loop" LLMR_DASHBOARD_BAD_DIR="$tmp/models/notok" \
-  LLMR_DASHBOARD_ARTIFACTS="$artifacts" CHROMIUM="$CHROMIUM" \
+  LLMR_DASHBOARD_ECHO_DIR="$echo_dir" LLMR_DASHBOARD_ARTIFACTS="$artifacts" CHROMIUM="$CHROMIUM" \
   node --test --test-reporter=spec dashboard.test.mjs)
 tests_rc=$?
 echo "dashboard tests: screenshots in $artifacts ($(ls "$artifacts" | wc -l) files)"
