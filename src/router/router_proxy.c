@@ -163,6 +163,18 @@ typedef struct attempt {
 static bool stream_ended(attempt *a);
 static void store_captured(attempt *a);
 
+/* A captured stream before its last event keeps only its last CAPTURE_TAIL bytes (room
+ * for the start of that event's line, should it come across two pieces), so a long
+ * stream costs the router the size of its last event, not of the whole stream. */
+#define CAPTURE_TAIL 64u
+static void keep_tail(attempt *a)
+{
+    memmove(a->body.data, a->body.data + a->body.len - CAPTURE_TAIL, CAPTURE_TAIL);
+    a->body.len = CAPTURE_TAIL;
+    a->body.data[CAPTURE_TAIL] = '\0';
+    a->scanned = CAPTURE_TAIL;
+}
+
 /* The usage object in text, if any. */
 static void read_usage(attempt *a, const char *text, size_t len)
 {
@@ -222,6 +234,8 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
             a->capture = false; /* too long to keep */
         if (a->capture && !a->stored && stream_ended(a))
             store_captured(a);
+        else if (a->capture && !a->last_event && a->body.len > CAPTURE_TAIL * 2)
+            keep_tail(a); /* only the last event is kept: what came before it goes */
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
         read_usage(a, data, n);
