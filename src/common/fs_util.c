@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "common/fs_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -243,4 +244,45 @@ llmr_status llmr_mkdir_p(const char *path, llmr_strbuf *err)
     }
     free(copy);
     return status;
+}
+
+llmr_status llmr_copy_file(const char *from_dir, const char *to_dir, const char *name,
+                           llmr_strbuf *err)
+{
+    char *src = llmr_path_join(from_dir, name), *dst = llmr_path_join(to_dir, name);
+    char *data = NULL;
+    size_t len;
+    llmr_strbuf why = LLMR_STRBUF_INIT;
+    llmr_status st = src && dst ? llmr_read_file(src, 1u << 30, &data, &len, &why) : LLMR_OOM_RAM;
+    if (st == LLMR_OK)
+        st = llmr_write_file_atomic(dst, data, len, &why);
+    if (st != LLMR_OK)
+        llmr_strbuf_printf(err, "copying %s: %s", src ? src : name, llmr_strbuf_cstr(&why));
+    llmr_strbuf_free(&why);
+    free(src);
+    free(dst);
+    free(data);
+    return st;
+}
+
+bool llmr_dir_has_file(const char *dir, const char *name)
+{
+    char *path = llmr_path_join(dir, name);
+    struct stat sb;
+    bool yes = path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(path);
+    return yes;
+}
+
+bool llmr_dir_is_empty_or_absent(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT;
+    struct dirent *de;
+    bool empty = true;
+    while (empty && (de = readdir(d)))
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
 }

@@ -38,6 +38,17 @@ bool llmr_pwrite_all(int fd, const void *buf, size_t n, uint64_t offset);
 llmr_status llmr_write_file_atomic(const char *path, const void *data, size_t len,
                                    llmr_strbuf *err);
 
+/* Copies from_dir/name to to_dir/name (through llmr_write_file_atomic; files up to
+ * 1 GiB).  err says which file and why. */
+llmr_status llmr_copy_file(const char *from_dir, const char *to_dir, const char *name,
+                           llmr_strbuf *err);
+
+/* Whether dir/name is a regular file (following links). */
+bool llmr_dir_has_file(const char *dir, const char *name);
+
+/* Whether path is a directory with nothing in it, or does not exist. */
+bool llmr_dir_is_empty_or_absent(const char *path);
+
 /* Creates a directory and its parents (mode 0755); existing ones are fine. */
 llmr_status llmr_mkdir_p(const char *path, llmr_strbuf *err);
 

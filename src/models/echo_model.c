@@ -1,54 +1,12 @@
 /* The gpt-oss-echo test model: see echo_model.h. */
 #include "models/echo_model.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/fs_util.h"
 #include "models/loopback_model.h"
 #include "tokenizer/tokenizer.h"
-
-static bool has_file(const char *dir, const char *name)
-{
-    char *path = llmr_path_join(dir, name);
-    struct stat sb;
-    bool yes = path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-    free(path);
-    return yes;
-}
-
-static bool empty_or_absent(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return true;
-    bool empty = true;
-    for (struct dirent *de; empty && (de = readdir(d));)
-        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
-    closedir(d);
-    return empty;
-}
-
-static llmr_status copy_file(const char *from_dir, const char *to_dir, const char *name,
-                             llmr_strbuf *err)
-{
-    char *src = llmr_path_join(from_dir, name), *dst = llmr_path_join(to_dir, name);
-    char *data = NULL;
-    size_t len;
-    llmr_strbuf why = LLMR_STRBUF_INIT;
-    llmr_status st = src && dst ? llmr_read_file(src, 1u << 30, &data, &len, &why) : LLMR_OOM_RAM;
-    if (st == LLMR_OK)
-        st = llmr_write_file_atomic(dst, data, len, &why);
-    if (st != LLMR_OK)
-        llmr_strbuf_printf(err, "copying %s: %s", src ? src : name, llmr_strbuf_cstr(&why));
-    llmr_strbuf_free(&why);
-    free(src);
-    free(dst);
-    free(data);
-    return st;
-}
 
 /* The id of a special token the echo needs. */
 static bool special_id(const llmr_tokenizer *tok, const char *token, uint32_t *out,
@@ -105,13 +63,13 @@ llmr_status llmr_echo_model_write(const char *out_dir, const char *tokenizer_dir
     static const char *const required[] = {"tokenizer.json", "chat_template.jinja"};
     static const char *const optional[] = {"tokenizer_config.json", "special_tokens_map.json"};
     for (size_t i = 0; i < 2; i++)
-        if (!has_file(tokenizer_dir, required[i])) {
+        if (!llmr_dir_has_file(tokenizer_dir, required[i])) {
             llmr_strbuf_printf(err, "%s has no %s: the %s preset needs gpt-oss's tokenizer.json "
                                     "and its own chat_template.jinja",
                                tokenizer_dir, required[i], LLMR_ECHO_PRESET);
             return LLMR_NOT_FOUND;
         }
-    if (!empty_or_absent(out_dir)) {
+    if (!llmr_dir_is_empty_or_absent(out_dir)) {
         llmr_strbuf_printf(err, "%s exists and is not empty; choose a new directory", out_dir);
         return LLMR_INVALID_ARGUMENT;
     }
@@ -138,9 +96,9 @@ llmr_status llmr_echo_model_write(const char *out_dir, const char *tokenizer_dir
         st = llmr_loopback_model_write(out_dir, &o, err);
     llmr_tokenizer_free(tok);
     for (size_t i = 0; st == LLMR_OK && i < 2; i++)
-        st = copy_file(tokenizer_dir, out_dir, required[i], err);
+        st = llmr_copy_file(tokenizer_dir, out_dir, required[i], err);
     for (size_t i = 0; st == LLMR_OK && i < 2; i++)
-        if (has_file(tokenizer_dir, optional[i]))
-            st = copy_file(tokenizer_dir, out_dir, optional[i], err);
+        if (llmr_dir_has_file(tokenizer_dir, optional[i]))
+            st = llmr_copy_file(tokenizer_dir, out_dir, optional[i], err);
     return st;
 }

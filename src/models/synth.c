@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "models/synth.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -349,35 +348,13 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 
 /* ---- The snapshot -------------------------------------------------------------- */
 
-static bool dir_is_empty_or_absent(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return errno == ENOENT;
-    struct dirent *de;
-    bool empty = true;
-    while (empty && (de = readdir(d)))
-        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
-    closedir(d);
-    return empty;
-}
-
-static bool dir_has_file(const char *dir, const char *name)
-{
-    char *path = llmr_path_join(dir, name);
-    struct stat sb;
-    bool yes = path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-    free(path);
-    return yes;
-}
-
 /* The directory tokenizer files come from (NULL: none), or an error saying where
  * tokenizer.json was looked for. */
 static llmr_status find_tokenizer(const llmr_synth_options *o, const char **dir, llmr_strbuf *err)
 {
     *dir = NULL;
     if (o->tokenizer_from) {
-        if (dir_has_file(o->tokenizer_from, "tokenizer.json")) {
+        if (llmr_dir_has_file(o->tokenizer_from, "tokenizer.json")) {
             *dir = o->tokenizer_from;
             return LLMR_OK;
         }
@@ -388,7 +365,7 @@ static llmr_status find_tokenizer(const llmr_synth_options *o, const char **dir,
     if (!o->tokenizer_search)
         return LLMR_OK;
     for (const char *const *d = o->tokenizer_search; *d; d++)
-        if (dir_has_file(*d, "tokenizer.json")) {
+        if (llmr_dir_has_file(*d, "tokenizer.json")) {
             *dir = *d;
             return LLMR_OK;
         }
@@ -419,25 +396,6 @@ static llmr_status write_json(const char *dir, const char *name, const json_t *v
     return st;
 }
 
-static llmr_status copy_file(const char *from_dir, const char *to_dir, const char *name,
-                             llmr_strbuf *err)
-{
-    char *src = llmr_path_join(from_dir, name), *dst = llmr_path_join(to_dir, name);
-    char *data = NULL;
-    size_t len;
-    llmr_strbuf why = LLMR_STRBUF_INIT;
-    llmr_status st = src && dst ? llmr_read_file(src, 1u << 30, &data, &len, &why) : LLMR_OOM_RAM;
-    if (st == LLMR_OK)
-        st = llmr_write_file_atomic(dst, data, len, &why);
-    if (st != LLMR_OK)
-        llmr_strbuf_printf(err, "copying %s: %s", src ? src : name, llmr_strbuf_cstr(&why));
-    llmr_strbuf_free(&why);
-    free(src);
-    free(dst);
-    free(data);
-    return st;
-}
-
 /* Tokenizer files from `from` (NULL: none), and a chat template: the source's, or
  * the stand-in. */
 static llmr_status write_tokenizer(const char *from, const char *out_dir, llmr_strbuf *err)
@@ -445,9 +403,9 @@ static llmr_status write_tokenizer(const char *from, const char *out_dir, llmr_s
     llmr_status st;
     bool template_copied = false;
     for (size_t i = 0; from && i < sizeof tokenizer_files / sizeof *tokenizer_files; i++) {
-        if (!dir_has_file(from, tokenizer_files[i]))
+        if (!llmr_dir_has_file(from, tokenizer_files[i]))
             continue;
-        if ((st = copy_file(from, out_dir, tokenizer_files[i], err)) != LLMR_OK)
+        if ((st = llmr_copy_file(from, out_dir, tokenizer_files[i], err)) != LLMR_OK)
             return st;
         template_copied |= strcmp(tokenizer_files[i], "chat_template.jinja") == 0;
     }
@@ -584,7 +542,7 @@ llmr_status llmr_synth_snapshot(const llmr_synth_options *o, llmr_strbuf *err)
         st = LLMR_INVALID_ARGUMENT;
         goto done;
     }
-    if (!dir_is_empty_or_absent(o->out_dir)) {
+    if (!llmr_dir_is_empty_or_absent(o->out_dir)) {
         llmr_strbuf_printf(err, "%s exists and is not empty; choose a new directory", o->out_dir);
         st = LLMR_INVALID_ARGUMENT;
         goto done;
