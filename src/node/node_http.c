@@ -277,20 +277,26 @@ static json_t *event_logprob(gen *g, const llmr_gen_event *ev)
     return o;
 }
 
+/* Writes sb to the client's stream unless it has gone (then marks it gone); frees sb. */
+static void stream_send(gen *g, llmr_strbuf *sb)
+{
+    pthread_mutex_lock(&g->lock);
+    bool gone = g->gone;
+    pthread_mutex_unlock(&g->lock);
+    if (!gone && !llmr_http_stream_write(g->out, sb->data, sb->len)) {
+        pthread_mutex_lock(&g->lock);
+        g->gone = true;
+        pthread_mutex_unlock(&g->lock);
+    }
+    llmr_strbuf_free(sb);
+}
+
 static void send_chunk(gen *g, json_t *chunk)
 {
     llmr_strbuf sb = LLMR_STRBUF_INIT;
     llmr_oai_sse_data(&sb, chunk);
     json_decref(chunk);
-    pthread_mutex_lock(&g->lock);
-    bool gone = g->gone;
-    pthread_mutex_unlock(&g->lock);
-    if (!gone && !llmr_http_stream_write(g->out, sb.data, sb.len)) {
-        pthread_mutex_lock(&g->lock);
-        g->gone = true;
-        pthread_mutex_unlock(&g->lock);
-    }
-    llmr_strbuf_free(&sb);
+    stream_send(g, &sb);
 }
 
 static void stream_token(gen *g, const llmr_gen_event *ev, json_t *lp)
@@ -349,15 +355,7 @@ static void send_events(gen *g, json_t *events)
     size_t i;
     json_t *e;
     json_array_foreach(events, i, e) llmr_oai_sse_event(&sb, e);
-    pthread_mutex_lock(&g->lock);
-    bool gone = g->gone;
-    pthread_mutex_unlock(&g->lock);
-    if (!gone && !llmr_http_stream_write(g->out, sb.data, sb.len)) {
-        pthread_mutex_lock(&g->lock);
-        g->gone = true;
-        pthread_mutex_unlock(&g->lock);
-    }
-    llmr_strbuf_free(&sb);
+    stream_send(g, &sb);
 }
 
 /* A token's chat deltas into the Responses answer (and its stream). */
