@@ -5,16 +5,18 @@
  * generation_config.json), max_tokens, the end of the context, or a cancel.  One step
  * loop serves every request of the model together (step_loop.c); on the GPU each step
  * is one forward pass over a paged KV cache (gpu_step.c).  Tokens are picked on the GPU
- * when the request asks only for temperature (and logprob); penalties,
- * top-k/top-p/min-p and top logprobs bring the logits row to the CPU sampler
- * (sampler.h).
+ * (temperature, top_k, top_p, min_p, seed, logprob); penalties and top logprobs bring the
+ * logits row to the CPU sampler (sampler.h).
  *
  * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
  * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV cache
  * holds (default 4); "kv_pool_mb": the full-attention layers' KV cache in MiB instead;
  * "ignore_eos": 1 generates through EOS ids (benchmarks); "host_sampler": 1 samples every
  * token on the CPU from its row of logits, as before the GPU's pick took top_k, top_p and
- * min_p (a comparison, and a way around it).  The host's max_batch is how
+ * min_p (a comparison, and a way around it); "batch_invariant": 1 makes each request's
+ * output on the GPU independent of the requests it shares steps with (one order of
+ * every sum whatever the batch, at a cost docs/batching.md gives; the CPU path is so
+ * already).  The host's max_batch is how
  * many requests the step loop runs together (default 16 on the CPU, 256 on the GPU). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -157,6 +159,7 @@ static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *
     gp.sequences = (uint32_t)llmr_engine_option_u64(p->options_json, "sequences", 0);
     gp.kv_pool_bytes = llmr_engine_option_u64(p->options_json, "kv_pool_mb", 0) << 20;
     gp.vram_budget = p->vram_budget;
+    gp.batch_invariant = llmr_engine_option_u64(p->options_json, "batch_invariant", 0) != 0;
     gp.progress = log_upload;
     gp.user = &up;
     llmr_status st = gpt_cuda_load(&e->m, &gp, &e->gpu, thread_error);
@@ -173,11 +176,12 @@ static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *
     gpt_cuda_kv(e->gpu, &kv);
     snprintf(line, sizeof line,
              "%s: %u layers on %s in %.2f s: %.2f GB of VRAM with a KV cache of %llu tokens "
-             "(fp16, blocks of %u), up to %u tokens a request",
+             "(fp16, blocks of %u), up to %u tokens a request%s",
              desc->name, e->m.cfg.layers, gpt_cuda_device_name(e->gpu),
              (double)(host->now_ns(host->ctx) - up.started_ns) / 1e9,
              gpt_cuda_vram_bytes(e->gpu) / 1e9,
-             (unsigned long long)kv.full_blocks * kv.block_tokens, kv.block_tokens, e->context);
+             (unsigned long long)kv.full_blocks * kv.block_tokens, kv.block_tokens, e->context,
+             gp.batch_invariant ? "; batch-invariant: answers independent of the batch" : "");
     host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
     return LLMR_OK;
 }

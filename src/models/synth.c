@@ -310,14 +310,20 @@ static llmr_status fill_shard(void *ctx, size_t index, uint64_t offset, uint8_t 
     return LLMR_OK;
 }
 
-/* LLMR_SYNTH_FILL_SPARSE: MXFP4 scales 2^0, everything else zeros (the writer leaves
- * chunks of zeros as holes). */
+/* LLMR_SYNTH_FILL_SPARSE: the experts' MXFP4 blocks zeros (the writer leaves chunks of
+ * zeros as holes: nearly all of a model's bytes), their scales 2^0, every other tensor
+ * as the random fill writes it, so that the routers spread tokens over the experts as
+ * a trained model's do. */
 static llmr_status fill_sparse(void *ctx, size_t index, uint64_t offset, uint8_t *buf, size_t len)
 {
-    (void)offset;
     const shard_fill *f = ctx;
     const llmr_st_write_tensor *t = &f->t[index];
-    memset(buf, t->dtype == LLMR_DTYPE_U8 && ends_with(t->name, "_scales") ? 127 : 0, len);
+    if (t->dtype == LLMR_DTYPE_U8 && ends_with(t->name, "_blocks"))
+        memset(buf, 0, len);
+    else if (t->dtype == LLMR_DTYPE_U8 && ends_with(t->name, "_scales"))
+        memset(buf, 127, len);
+    else
+        llmr_synth_random_fill(t, f->seed, offset, buf, len);
     return LLMR_OK;
 }
 
@@ -463,7 +469,7 @@ static llmr_status write_shards(const llmr_synth_options *o, const llmr_st_write
     uint64_t max = o->max_shard_bytes ? o->max_shard_bytes : LLMR_SYNTH_DEFAULT_SHARD_BYTES;
     size_t shards = assign_shards(t, n, max, shard_of);
     bool random = o->fill == LLMR_SYNTH_FILL_RANDOM;
-    unsigned threads = random ? thread_count(o->threads) : 1;
+    unsigned threads = o->fill == LLMR_SYNTH_FILL_ZEROS ? 1 : thread_count(o->threads);
     uint64_t total = 0, start = llmr_now_ns();
     char name[64];
     progress pr = {.out = o->progress, .file = name, .start_ns = start};
@@ -504,12 +510,16 @@ static llmr_status write_shards(const llmr_synth_options *o, const llmr_st_write
                     "in %.1f s, %.0f MB/s\n",
                     total / 1e9, n, shards, (unsigned long long)o->seed, threads, s,
                     s > 0 ? total / 1e6 / s : 0.0);
+        else if (o->fill == LLMR_SYNTH_FILL_SPARSE)
+            fprintf(o->progress,
+                    "synth: wrote %.2f GB (%zu tensors in %zu shards, the experts' MXFP4 blocks "
+                    "as sparse zeros with scales 2^0, the rest random with seed %llu) in %.1f s\n",
+                    total / 1e9, n, shards, (unsigned long long)o->seed, s);
         else
             fprintf(o->progress,
-                    "synth: wrote %.2f GB (%zu tensors in %zu shards, zeros as sparse files%s) "
+                    "synth: wrote %.2f GB (%zu tensors in %zu shards, zeros as sparse files) "
                     "in %.1f s\n",
-                    total / 1e9, n, shards,
-                    o->fill == LLMR_SYNTH_FILL_SPARSE ? ", MXFP4 scales 2^0" : "", s);
+                    total / 1e9, n, shards, s);
     }
 done:
     if (st == LLMR_OOM_RAM && err->len == 0)

@@ -31,9 +31,11 @@
 typedef enum llmr_synth_fill {
     LLMR_SYNTH_FILL_ZEROS, /* holes: sparse files (the zero value of the options) */
     LLMR_SYNTH_FILL_RANDOM, /* llmr_synth_random_fill */
-    LLMR_SYNTH_FILL_SPARSE  /* zeros as holes, but MXFP4 scales of 2^0 (bytes of 127), so
-                               that the GPU path, which refuses scales outside 2^-23..2^13,
-                               runs it: a full-size model on a small disk, for timing */
+    LLMR_SYNTH_FILL_SPARSE  /* the experts' MXFP4 blocks zeros as holes, their scales 2^0
+                               (bytes of 127, which the GPU path takes: it refuses scales
+                               outside 2^-23..2^13), every other tensor random: a full-size
+                               model on a small disk whose routers spread tokens over the
+                               experts, for timing */
 } llmr_synth_fill;
 
 typedef struct llmr_synth_options {

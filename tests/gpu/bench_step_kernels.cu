@@ -208,6 +208,14 @@ int main(int argc, char **argv)
             printf(" %u: %.1f + %.1f;", tile, gu, dn);
         }
         printf("\n");
+        /* what the split fp16 A costs the dense products (accuracy's price), and what a
+         * step that never splits K (the batch-invariant option) pays */
+        double qkv1 = time_us([&](uint32_t l) { return k_gemm_f16(qkv, xn, NULL, wqkv[l], NULL, T, QKV, H, 0, parts, 0); });
+        double o1 = time_us([&](uint32_t l) { return k_gemm_f16(x, attn, NULL, wo[l], NULL, T, H, QW, 1, parts, 0); });
+        double qkv_ns = time_us([&](uint32_t l) { return k_gemm_f16(qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, NULL, 0); });
+        double o_ns = time_us([&](uint32_t l) { return k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, NULL, 0); });
+        printf("  gemm qkv + o (us/launch): fp16 A only %.1f + %.1f; split A, K never split %.1f + %.1f\n",
+               qkv1, o1, qkv_ns, o_ns);
     }
     return 0;
 }

@@ -10,14 +10,17 @@
 #   STEPs (default: all, in this order): kernels e2e sanitize bench peer
 #   (and, asked for by name: `profile`, Nsight Compute's time per kernel over a 64-token
 #   prompt and 3 decode steps of the 20b preset; `serve`, `llmr bench serve` against a
-#   node serving the 20b preset, many users at once; `batch`, how many of 64 concurrent
+#   node serving the 20b preset, many users at once; `serve120`, the same and `llmr bench
+#   engine` for full-size gpt-oss-120b (`--fill sparse`: the experts' blocks zeros, the
+#   rest random), SERVE120_ARGS replacing the bench's arguments; `batch`, how many of 64 concurrent
 #   greedy continuations equal their solo run, tests/gpu/check_batch_equal.py; `soak`, 128
 #   streams for 5 minutes with clients that go away, tests/gpu/soak_serve.py)
 #   Environment: MODELS (default /tmp/llmr-models) holds the synthetic snapshots;
 #   BENCH_ARGS adds arguments to `llmr bench engine`, PEER_ARGS to the peer script,
 #   SERVE_ARGS to `llmr bench serve`; SERVE_OPTIONS are the node's engine options
 #   (default {"ignore_eos":1}); SERVE_TAG names the serve step's logs (default serve);
-#   SOAK_ARGS adds arguments to soak_serve.py.
+#   SOAK_ARGS adds arguments to soak_serve.py; BATCH_OPTIONS are the engine options of the
+#   batch step's node (default {}), BATCH_TAG names its logs (default batch).
 set -uo pipefail
 bundle=$(cd "${1:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}" && pwd)
 out=${2:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}
@@ -62,10 +65,10 @@ start_node() {
 
 stop_node() { kill "$node" 2>/dev/null; wait "$node" 2>/dev/null; }
 
-synth() { # PRESET NAME SEED
+synth() { # PRESET NAME SEED [FLAGS...]
   if [[ ! -f "$models/$2/config.json" ]]; then
     local t0=$SECONDS
-    "$llmr" model synth --preset "$1" --seed "$3" --out "$models/$2" \
+    "$llmr" model synth --preset "$1" --seed "$3" --out "$models/$2" "${@:4}" \
       --tokenizer-from "$bundle/data/gpt-oss" >"$out/synth-$2.log" 2>&1 \
       || { note "synth $2: FAILED (see synth-$2.log)"; return 1; }
     note "synth $2: $((SECONDS - t0)) s"
@@ -156,6 +159,24 @@ for step in $steps; do
       while IFS= read -r line; do summary+=("  $line"); done < <(sed -n '/^streams requests/,$p' "$out/$tag.log")
       stop_node
       ;;
+    serve120)
+      # gpt-oss-120b on a small disk: the experts' blocks sparse zeros, the rest random
+      synth gpt-oss-120b 120b 5 --fill sparse || continue
+      note "120b on disk: $(du -sh "$models/120b" | cut -f1) of $(du -sh --apparent-size "$models/120b" | cut -f1)"
+      "$llmr" bench engine "$models/120b" --prompts 512 --contexts 0 --runs 2 \
+        >"$out/bench120.log" 2>&1
+      note "120b bench engine (rc $?):"
+      while IFS= read -r line; do summary+=("  $line"); done < <(grep -E 'decode|prefill|TTFT' "$out/bench120.log")
+      start_node serve120 120b gpt-oss-120b '{"ignore_eos":1}' || continue
+      # shellcheck disable=SC2086
+      "$llmr" bench serve --url "$url" --model gpt-oss-120b ${SERVE120_ARGS:---workload sharegpt-like --concurrency 64 --requests 128} \
+        --json "$out/serve120.json" >/dev/null 2>"$out/serve120.log"
+      rc=$?
+      cat "$out/serve120.log"
+      note "serve120 (bench serve rc $rc):"
+      while IFS= read -r line; do summary+=("  $line"); done < <(sed -n '/^streams requests/,$p' "$out/serve120.log")
+      stop_node
+      ;;
     soak)
       synth gpt-oss-20b 20b 3 || continue
       start_node soak 20b gpt-oss-20b '{}' || continue
@@ -166,9 +187,10 @@ for step in $steps; do
       ;;
     batch)
       synth gpt-oss-20b 20b 3 || continue
-      start_node batch 20b gpt-oss-20b '{}' || continue
-      python3 "$bundle/tests/check_batch_equal.py" "$url" gpt-oss-20b 2>&1 | tee "$out/batch.log"
-      note "batch: $(grep '^RESULT' "$out/batch.log" || echo 'no result')"
+      tag=${BATCH_TAG:-batch}
+      start_node "$tag" 20b gpt-oss-20b "${BATCH_OPTIONS:-{\}}" || continue
+      python3 "$bundle/tests/check_batch_equal.py" "$url" gpt-oss-20b 2>&1 | tee "$out/$tag.log"
+      note "$tag ${BATCH_OPTIONS:-{\}}: $(grep '^RESULT' "$out/$tag.log" || echo 'no result')"
       stop_node
       ;;
     *) note "unknown step $step" ;;

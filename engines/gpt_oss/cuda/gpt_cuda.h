@@ -41,6 +41,7 @@ typedef struct gpt_cuda_params {
     uint32_t sequences;      /* sequences of full context the KV cache should hold (0: 4) */
     uint64_t kv_pool_bytes;  /* 0: from `sequences`, within free VRAM */
     uint64_t vram_budget;    /* 0: not limited */
+    bool batch_invariant;    /* every row's sums in one order whatever the step holds */
     gpt_cuda_progress_fn progress;
     void *user;
 } gpt_cuda_params;

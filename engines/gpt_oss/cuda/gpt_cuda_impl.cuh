@@ -77,6 +77,12 @@ struct gpt_cuda {
     cudaGraphExec_t graph1[2]; /* the step of one decoding sequence picked on the GPU: [0]
                                   greedy or temperature only, [1] with top_k/top_p/min_p */
     bool graph1_ready;
+    /* The load option "batch_invariant": a row's result never depends on what else the
+     * step carries.  Every step takes the GEMM path (no one-token GEMV graph), dense
+     * products never split K, attention never splits the keys, and the experts' products
+     * always take the 64-row tile, so each output is one sum in one order (the tensor
+     * cores' k16 steps in K order) whatever the batch. */
+    bool invariant;
     /* every device allocation, for freeing and for counting */
     void **allocs;
     size_t n_allocs, cap_allocs;

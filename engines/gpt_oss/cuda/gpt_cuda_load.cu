@@ -541,6 +541,7 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
     g->layers = layers;
     g->cfg = *c;
     g->device = p->device;
+    g->invariant = p->batch_invariant;
     snprintf(g->name, sizeof g->name, "%s", prop.name);
     g->sms = prop.multiProcessorCount;
     g->context = p->context && p->context < c->max_position ? p->context : c->max_position;

@@ -12,7 +12,9 @@
  * A step of one token (one decoding sequence) takes the matrix-vector kernels instead
  * (k_gemv.cu: the weights streamed at full bandwidth), and when that token is picked on
  * the GPU the whole step is one CUDA graph, captured at its first use; its inputs are
- * read from fixed device buffers that each step fills before launching it. */
+ * read from fixed device buffers that each step fills before launching it.  With
+ * batch_invariant (gpt_cuda_impl.cuh) every step takes the GEMM path with one order of
+ * sums whatever the batch. */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +50,24 @@ static uint32_t attn_splits(const gpt_cuda *g, uint32_t T, uint32_t max_keys)
 
 /* ---- the forward passes ------------------------------------------------------------------ */
 
+/* The experts' products of a step: the tile chosen by rows an expert, or with
+ * batch_invariant always the 64-row one (the same order of sums for any batch). */
+static cudaError_t experts_gemm(const gpt_cuda *g, float *C, f16 *act, const f16 *A,
+                                const int32_t *a_rows, const uint8_t *blocks,
+                                const uint8_t *scales, const float *bias, uint32_t T,
+                                uint32_t N, uint32_t K, cudaStream_t st)
+{
+    const gpt_config *c = &g->cfg;
+    const StepBuf *b = &g->sb;
+    float limit = (float)c->swiglu_limit;
+    if (g->invariant)
+        return k_gemm_mxfp4_grouped_tile(64, C, act, A, a_rows, blocks, scales, bias, b->offsets,
+                                         c->experts, T, T * c->top_k, N, K, SWIGLU_ALPHA, limit,
+                                         st);
+    return k_gemm_mxfp4_grouped(C, act, A, a_rows, blocks, scales, bias, b->offsets, c->experts,
+                                T, T * c->top_k, N, K, SWIGLU_ALPHA, limit, st);
+}
+
 /* T tokens (ids, tok, tables in device memory); max_pos: the furthest position. */
 static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
 {
@@ -56,29 +76,29 @@ static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
     cudaStream_t st = g->stream;
     uint32_t H = c->hidden, QW = c->heads * c->head_dim, k = c->top_k, E = c->experts;
     uint32_t B = g->kv.block_tokens;
-    float eps = (float)c->eps, limit = (float)c->swiglu_limit;
+    float eps = (float)c->eps;
+    float *split_k = g->invariant ? NULL : b->gemm_parts; /* no split of K: one order */
     CK(k_embed(b->x, g->embed, b->ids, T, H, st));
     for (uint32_t l = 0; l < c->layers; l++) {
         const DevLayer *L = &g->layers[l];
         uint32_t keys = L->window && L->window < max_pos + 1 ? L->window : max_pos + 1;
         CK(k_rmsnorm(b->xn, b->xn_lo, NULL, b->x, L->attn_norm, T, H, eps, st));
         CK(k_gemm_f16(b->qkv, b->xn, b->xn_lo, L->wqkv, L->bqkv, T, qkv_width(c), H, 0,
-                      b->gemm_parts, st));
+                      split_k, st));
         CK(k_rope_kv_paged(b->qkv, L->kc, L->vc, b->tok, L->which, g->cos_sin, T, c->heads,
                            c->kv_heads, c->head_dim, B, st));
         CK(k_attention_paged(b->attn, b->attn_lo, NULL, b->attn_split, b->qkv, L->kc, L->vc,
                              b->tok, b->tables, L->which, L->sinks, T, c->heads, c->kv_heads,
-                             c->head_dim, B, L->window, attn_splits(g, T, keys), st));
-        CK(k_gemm_f16(b->x, b->attn, b->attn_lo, L->wo, L->bo, T, H, QW, 1, b->gemm_parts, st));
+                             c->head_dim, B, L->window,
+                             g->invariant ? 1 : attn_splits(g, T, keys), st));
+        CK(k_gemm_f16(b->x, b->attn, b->attn_lo, L->wo, L->bo, T, H, QW, 1, split_k, st));
         CK(k_rmsnorm(b->xn, NULL, b->xf, b->x, L->mlp_norm, T, H, eps, st));
         CK(k_router(b->eids, b->ew, b->xf, L->wr, L->br, T, H, E, k, st));
         CK(k_moe_group(b->rows, b->slot_of, b->counts, b->offsets, b->eids, T, k, E, st));
-        CK(k_gemm_mxfp4_grouped(NULL, b->act, b->xn, b->rows, L->gu_blocks, L->gu_scales,
-                                L->gu_bias, b->offsets, E, T, T * k, 2 * c->inter, H,
-                                SWIGLU_ALPHA, limit, st));
-        CK(k_gemm_mxfp4_grouped(b->moe_out, NULL, b->act, NULL, L->dn_blocks, L->dn_scales,
-                                L->dn_bias, b->offsets, E, T, T * k, H, c->inter, SWIGLU_ALPHA,
-                                limit, st));
+        CK(experts_gemm(g, NULL, b->act, b->xn, b->rows, L->gu_blocks, L->gu_scales, L->gu_bias,
+                        T, 2 * c->inter, H, st));
+        CK(experts_gemm(g, b->moe_out, NULL, b->act, NULL, L->dn_blocks, L->dn_scales,
+                        L->dn_bias, T, H, c->inter, st));
         CK(k_moe_combine(b->x, b->moe_out, b->slot_of, b->ew, T, k, H, st));
     }
     return cudaSuccess;
@@ -369,7 +389,7 @@ static cudaError_t finish_rows(gpt_cuda *g, const Plan *p, gpt_cuda_item *items)
 static cudaError_t run(gpt_cuda *g, const Plan *p, gpt_cuda_item *items, uint32_t n)
 {
     CK(upload(g, p));
-    bool one = p->T == 1 && n == 1;
+    bool one = p->T == 1 && n == 1 && !g->invariant;
     if (one && p->n_pick == 1 && p->n_rows == 1) {
         if (!g->graph1_ready)
             CK(capture_one(g));
@@ -391,7 +411,7 @@ static cudaError_t run(gpt_cuda *g, const Plan *p, gpt_cuda_item *items, uint32_
 llmr_status gpt_cuda_prepare(gpt_cuda *g, char *err)
 {
     cudaError_t e = cudaSetDevice(g->device);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && !g->invariant)
         e = capture_one(g); /* captured, not run: its memory is taken now, not mid-serving */
     return e == cudaSuccess ? LLMR_OK : gpt_cuda_fail(err, "capturing the one-token step", e);
 }
