@@ -47,6 +47,7 @@ struct llmr_engine_model {
     uint64_t weight_bytes;
     bool ignore_eos;
     bool host_sampler; /* every token sampled on the CPU (load option "host_sampler") */
+    bool kv_fp8;       /* the GPU's KV cache in fp8 (load option "kv_dtype": "fp8") */
 #ifdef LLMR_GPT_CUDA
     gpt_cuda *gpu; /* NULL: the CPU path */
 #endif

@@ -16,7 +16,9 @@
  * min_p (a comparison, and a way around it); "batch_invariant": 1 makes each request's
  * output on the GPU independent of the requests it shares steps with (one order of
  * every sum whatever the batch, at a cost docs/batching.md gives; the CPU path is so
- * already).  The host's max_batch is how
+ * already); "kv_dtype": "fp16" (default) or "fp8" (e4m3 with a scale per row: 1.9 times
+ * the positions, accuracy in docs/gpt-oss-cuda.md), the GPU's KV cache.  The host's
+ * max_batch is how
  * many requests the step loop runs together (default 16 on the CPU, 256 on the GPU). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -160,6 +162,7 @@ static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *
     gp.kv_pool_bytes = llmr_engine_option_u64(p->options_json, "kv_pool_mb", 0) << 20;
     gp.vram_budget = p->vram_budget;
     gp.batch_invariant = llmr_engine_option_u64(p->options_json, "batch_invariant", 0) != 0;
+    gp.kv_fp8 = e->kv_fp8;
     gp.progress = log_upload;
     gp.user = &up;
     llmr_status st = gpt_cuda_load(&e->m, &gp, &e->gpu, thread_error);
@@ -176,11 +179,12 @@ static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *
     gpt_cuda_kv(e->gpu, &kv);
     snprintf(line, sizeof line,
              "%s: %u layers on %s in %.2f s: %.2f GB of VRAM with a KV cache of %llu tokens "
-             "(fp16, blocks of %u), up to %u tokens a request%s",
+             "(%s, blocks of %u), up to %u tokens a request%s",
              desc->name, e->m.cfg.layers, gpt_cuda_device_name(e->gpu),
              (double)(host->now_ns(host->ctx) - up.started_ns) / 1e9,
              gpt_cuda_vram_bytes(e->gpu) / 1e9,
-             (unsigned long long)kv.full_blocks * kv.block_tokens, kv.block_tokens, e->context,
+             (unsigned long long)kv.full_blocks * kv.block_tokens,
+             kv.fp8 ? "fp8 e4m3 with a scale per row" : "fp16", kv.block_tokens, e->context,
              gp.batch_invariant ? "; batch-invariant: answers independent of the batch" : "");
     host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
     return LLMR_OK;
@@ -234,6 +238,15 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     e->weight_bytes = desc->total_bytes;
     e->ignore_eos = llmr_engine_option_u64(p->options_json, "ignore_eos", 0) != 0;
     e->host_sampler = llmr_engine_option_u64(p->options_json, "host_sampler", 0) != 0;
+    char kv_dtype[16];
+    int found = llmr_engine_option_str(p->options_json, "kv_dtype", kv_dtype, sizeof kv_dtype);
+    if (found < 0 || (found && strcmp(kv_dtype, "fp16") != 0 && strcmp(kv_dtype, "fp8") != 0)) {
+        set_error(thread_error, "the load option kv_dtype is \"fp16\" (the default) or \"fp8\"%s%s%s",
+                  found > 0 ? ", not \"" : "", found > 0 ? kv_dtype : "", found > 0 ? "\"" : "");
+        model_destroy(e);
+        return LLMR_INVALID_ARGUMENT;
+    }
+    e->kv_fp8 = found > 0 && strcmp(kv_dtype, "fp8") == 0;
 #ifdef LLMR_GPT_CUDA
     if (use_gpu(p) && (st = load_gpu(e, desc, p)) != LLMR_OK) {
         model_destroy(e);

@@ -96,6 +96,14 @@ expect 0 "logits with engine options" -- "$LLMR" logits "$model" --ids 5,17,300 
 [[ $(cut -d' ' -f1 <<<"$out") == "$top" ]] || fail "--options changed the top logit: $out / $top"
 expect 0 "run with engine options" -- "$LLMR" run "$model" --prompt-ids 5,17,300 --temperature 0 --max-tokens 12 --json --options '{"threads":1}'
 [[ $(ids_of <<<"$out") == "$first" ]] || fail "--options changed the greedy tokens: $(ids_of <<<"$out") / $first"
+# kv_dtype: fp16 or fp8 (the GPU's cache; the CPU path takes either and answers the same),
+# anything else refused at load, naming the option and the values it takes
+expect 0 "run with kv_dtype fp8" -- "$LLMR" run "$model" --prompt-ids 5,17,300 --temperature 0 --max-tokens 12 --json --options '{"kv_dtype":"fp8","threads":1}'
+[[ $(ids_of <<<"$out") == "$first" ]] || fail "kv_dtype fp8 changed the CPU path's tokens: $(ids_of <<<"$out") / $first"
+expect 1 "run with kv_dtype fp4" -- "$LLMR" run "$model" --prompt-ids 5 --options '{"kv_dtype":"fp4"}'
+has "$err" 'the load option kv_dtype is "fp16" (the default) or "fp8", not "fp4"' "a bad kv_dtype is refused by name"
+expect 1 "run with kv_dtype not a string" -- "$LLMR" run "$model" --prompt-ids 5 --options '{"kv_dtype":8}'
+has "$err" 'the load option kv_dtype is "fp16" (the default) or "fp8"' "a kv_dtype that is no string is refused"
 expect 2 "logits with options that are not an object" -- "$LLMR" logits "$model" --ids 5 --options '[1]'
 has "$err" "not a JSON object" "the options are refused saying why"
 expect 2 "run with options that are not JSON" -- "$LLMR" run "$model" --prompt-ids 5 --options '{"cpu":'

@@ -112,6 +112,14 @@ int main(int argc, char **argv)
     kv_t *kc = dev<kv_t>((size_t)blocks * KVH * B * HD), *vc = dev<kv_t>((size_t)blocks * KVH * B * HD);
     fill_halves<<<4096, 256>>>(kc, (size_t)blocks * KVH * B * HD, 10);
     fill_halves<<<4096, 256>>>(vc, (size_t)blocks * KVH * B * HD, 11);
+    const KvCache kv16 = {kc, vc, nullptr, nullptr};
+    /* the same cache in fp8 (bytes of 0x30: 0.5 in e4m3; scales 0: the timing does not care) */
+    KvCache kv8 = {dev<uint8_t>((size_t)blocks * KVH * B * HD), dev<uint8_t>((size_t)blocks * KVH * B * HD),
+                   dev<float>((size_t)blocks * KVH * B), dev<float>((size_t)blocks * KVH * B)};
+    CUDA_OK(cudaMemset(kv8.k, 0x30, (size_t)blocks * KVH * B * HD));
+    CUDA_OK(cudaMemset(kv8.v, 0x30, (size_t)blocks * KVH * B * HD));
+    CUDA_OK(cudaMemset(kv8.kscale, 0, (size_t)blocks * KVH * B * 4));
+    CUDA_OK(cudaMemset(kv8.vscale, 0, (size_t)blocks * KVH * B * 4));
     std::vector<uint32_t> tables(blocks);
     std::vector<StepToken> tok(TMAX);
     std::vector<int32_t> ids(TMAX * K), lr(TMAX);
@@ -161,8 +169,8 @@ int main(int argc, char **argv)
 #define T_(label, call) r[n++] = {label, time_us([&](uint32_t l) { (void)l; return (call); })}
         T_("rmsnorm (split fp16)", k_rmsnorm(xn, xn_lo, NULL, x, nw, T, H, 1e-5f, 0));
         T_("gemm qkv (split fp16 A)", k_gemm_f16(qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, parts, 0));
-        T_("rope + paged kv write", k_rope_kv_paged(qkv, kc, vc, dtok, 0, cs, T, HEADS, KVH, HD, B, 0));
-        T_("attention (paged)", k_attention_paged(attn, attn_lo, NULL, asplit, qkv, kc, vc, dtok, dtables, 0,
+        T_("rope + paged kv write", k_rope_kv_paged(qkv, kv16, dtok, 0, cs, T, HEADS, KVH, HD, B, 0));
+        T_("attention (paged)", k_attention_paged(attn, attn_lo, NULL, asplit, qkv, kv16, dtok, dtables, 0,
                                                   sinks, T, HEADS, KVH, HD, B, 0, splits, 0));
         T_("gemm o (split fp16 A)", k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, parts, 0));
         T_("rmsnorm (fp16 + fp32)", k_rmsnorm(xn, NULL, xf, x, nw, T, H, 1e-5f, 0));
@@ -216,6 +224,16 @@ int main(int argc, char **argv)
         double o_ns = time_us([&](uint32_t l) { return k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, NULL, 0); });
         printf("  gemm qkv + o (us/launch): fp16 A only %.1f + %.1f; split A, K never split %.1f + %.1f\n",
                qkv1, o1, qkv_ns, o_ns);
+        double rope8 = time_us([&](uint32_t l) {
+            (void)l;
+            return k_rope_kv_paged(qkv, kv8, dtok, 0, cs, T, HEADS, KVH, HD, B, 0);
+        });
+        double attn8 = time_us([&](uint32_t l) {
+            (void)l;
+            return k_attention_paged(attn, attn_lo, NULL, asplit, qkv, kv8, dtok, dtables, 0, sinks, T, HEADS,
+                                     KVH, HD, B, 0, splits, 0);
+        });
+        printf("  fp8 cache (us/launch): rope + kv write %.1f, attention %.1f\n", rope8, attn8);
     }
     return 0;
 }

@@ -653,31 +653,78 @@ static gpt_rope make_rope()
     return r;
 }
 
-/* A paged cache of `blocks` blocks of B positions (fp16, [block][kv_head][B][hd] for K
- * and V) and its CPU twin in fp32 (the fp16 values). */
+/* fp8 e4m3 (OCP): 4 exponent bits (bias 7), 3 of mantissa, subnormals, no infinity,
+ * 0x7F and 0xFF NaN.  The encoder rounds to the nearest finite value, ties to the even
+ * code, saturating at 448 (what the GPU's cvt with satfinite does). */
+static float e4m3_value(uint8_t b)
+{
+    int e = (b >> 3) & 15, m = b & 7;
+    float v = e ? ldexpf(1.0f + m / 8.0f, e - 7) : ldexpf(m / 8.0f, -6);
+    return b & 0x80 ? -v : v;
+}
+
+static uint8_t e4m3_encode(float x)
+{
+    float a = fabsf(x);
+    uint8_t best = 0;
+    for (uint8_t c = 1; c <= 0x7E; c++) {
+        float d = fabsf(e4m3_value(c) - a), db = fabsf(e4m3_value(best) - a);
+        if (d < db || (d == db && !(c & 1)))
+            best = c;
+    }
+    return (uint8_t)(best | (x < 0 ? 0x80 : 0));
+}
+
+/* A paged cache of `blocks` blocks of B positions ([block][kv_head][B][hd] for K and V;
+ * fp16, or fp8 e4m3 with a scale per row) and its CPU twin in fp32: the fp16 values, or
+ * each fp8 value times its row's scale rounded to fp16, as the attention reads it. */
 struct Paged {
     uint32_t blocks, B, kvh, hd;
+    bool fp8;
     std::vector<float> k, v;
-    kv_t *dk, *dv;
+    KvCache dev;
     size_t at(uint32_t slot, uint32_t h) const
     {
         return (((size_t)(slot / B) * kvh + h) * B + slot % B) * hd;
     }
 };
 
-static Paged make_paged(uint32_t blocks, uint32_t B, uint32_t kvh, uint32_t hd)
+static Paged make_paged(uint32_t blocks, uint32_t B, uint32_t kvh, uint32_t hd, bool fp8 = false)
 {
     Paged c;
     c.blocks = blocks;
     c.B = B;
     c.kvh = kvh;
     c.hd = hd;
-    std::vector<uint16_t> kb, vb;
+    c.fp8 = fp8;
     size_t n = (size_t)blocks * B * kvh * hd;
-    random_h(kb, c.k, n, 1.0f);
-    random_h(vb, c.v, n, 1.0f);
-    c.dk = reinterpret_cast<kv_t *>(upload(kb));
-    c.dv = reinterpret_cast<kv_t *>(upload(vb));
+    c.dev = KvCache{nullptr, nullptr, nullptr, nullptr};
+    if (!fp8) {
+        std::vector<uint16_t> kb, vb;
+        random_h(kb, c.k, n, 1.0f);
+        random_h(vb, c.v, n, 1.0f);
+        c.dev.k = upload(kb);
+        c.dev.v = upload(vb);
+        return c;
+    }
+    for (int which = 0; which < 2; which++) {
+        std::vector<uint8_t> bytes(n);
+        std::vector<float> scales(n / hd), &vals = which ? c.v : c.k;
+        vals.resize(n);
+        for (size_t r = 0; r < n / hd; r++) {
+            scales[r] = (float)(0.001 + 0.01 * (double)(next_u64() % 1000) / 1000.0);
+            for (uint32_t i = 0; i < hd; i++) {
+                uint8_t b;
+                do
+                    b = (uint8_t)next_u64();
+                while ((b & 0x7F) == 0x7F); /* no NaN */
+                bytes[r * hd + i] = b;
+                vals[r * hd + i] = from_h(to_h(e4m3_value(b) * scales[r]));
+            }
+        }
+        (which ? c.dev.v : c.dev.k) = upload(bytes);
+        (which ? c.dev.vscale : c.dev.kscale) = upload(scales);
+    }
     return c;
 }
 
@@ -702,14 +749,14 @@ static void check_rope_kv()
     }
     Paged c = make_paged(32, B, kvh, hd);
     float *d = upload(qkv);
-    check(k_rope_kv_paged(d, c.dk, c.dv, upload(tok), 0, dcs, T, heads, kvh, hd, B, 0),
-          "k_rope_kv_paged");
+    StepToken *dtok = upload(tok);
+    check(k_rope_kv_paged(d, c.dev, dtok, 0, dcs, T, heads, kvh, hd, B, 0), "k_rope_kv_paged");
     auto got = download(d, (size_t)T * W);
     report("k_rope_kv_paged", "YaRN (factor 32), 3 tokens at 5000/17/900",
            rel_l2(got.data(), want.data(), want.size()), 1e-6);
     size_t n = (size_t)c.blocks * B * kvh * hd;
-    auto ck = h_to_floats(download(reinterpret_cast<uint16_t *>(c.dk), n));
-    auto cv = h_to_floats(download(reinterpret_cast<uint16_t *>(c.dv), n));
+    auto ck = h_to_floats(download(static_cast<uint16_t *>(c.dev.k), n));
+    auto cv = h_to_floats(download(static_cast<uint16_t *>(c.dev.v), n));
     double bad_k = 0, bad_v = 0;
     for (uint32_t t = 0; t < T; t++)
         for (uint32_t h = 0; h < kvh; h++)
@@ -720,6 +767,38 @@ static void check_rope_kv()
             }
     report("k_rope_kv_paged", "k into its block as fp16 (values wrong)", bad_k, 0);
     report("k_rope_kv_paged", "v into its block as fp16 (values wrong)", bad_v, 0);
+
+    /* fp8: each row's bytes and scale as the definition gives them from the rotated row
+     * (the GPU's own, so that the check is exact) */
+    Paged c8 = make_paged(32, B, kvh, hd, true);
+    float *d8 = upload(qkv);
+    check(k_rope_kv_paged(d8, c8.dev, dtok, 0, dcs, T, heads, kvh, hd, B, 0), "k_rope_kv_paged fp8");
+    auto got8 = download(d8, (size_t)T * W);
+    auto kb = download(static_cast<uint8_t *>(c8.dev.k), n), vb = download(static_cast<uint8_t *>(c8.dev.v), n);
+    auto ks = download(c8.dev.kscale, n / hd), vs = download(c8.dev.vscale, n / hd);
+    double bad_bytes = 0, bad_scales = 0, err = 0, norm = 0;
+    for (uint32_t t = 0; t < T; t++)
+        for (uint32_t which = 0; which < 2; which++)
+            for (uint32_t h = 0; h < kvh; h++) {
+                const float *src = &got8[t * W + QW + which * KW + h * hd];
+                float amax = 0;
+                for (uint32_t i = 0; i < hd; i++)
+                    amax = fmaxf(amax, fabsf(src[i]));
+                amax = fminf(amax, 65504.0f);
+                float inv = amax > 0 ? 448.0f / amax : 1.0f, scale = amax > 0 ? amax / 448.0f : 1.0f;
+                size_t at = c8.at(slot[t], h);
+                const auto &bytes = which ? vb : kb;
+                bad_scales += (which ? vs : ks)[at / hd] != scale;
+                for (uint32_t i = 0; i < hd; i++) {
+                    bad_bytes += bytes[at + i] != e4m3_encode(src[i] * inv);
+                    double back = e4m3_value(bytes[at + i]) * scale;
+                    err += (back - src[i]) * (back - src[i]);
+                    norm += (double)src[i] * src[i];
+                }
+            }
+    report("k_rope_kv_paged", "k and v into their blocks as fp8 (bytes wrong)", bad_bytes, 0);
+    report("k_rope_kv_paged", "  their rows' scales (wrong)", bad_scales, 0);
+    report("k_rope_kv_paged", "  relative L2 of the fp8 values (e4m3: < 2^-4)", sqrt(err / norm), 0.0625);
     gpt_rope_free(&r);
 }
 
@@ -744,13 +823,13 @@ static void cpu_attend(float *out, const float *q, uint32_t hd, float sink, uint
  * Checked in both outputs (split fp16, fp32) against the CPU. */
 static void check_attention_paged(uint32_t heads, uint32_t kvh, uint32_t hd, uint32_t window,
                                   std::vector<uint32_t> len, std::vector<uint32_t> run,
-                                  uint32_t splits)
+                                  uint32_t splits, bool fp8 = false)
 {
     const uint32_t B = 16, QW = heads * hd, KW = kvh * hd, W = QW + 2 * KW, group = heads / kvh;
     uint32_t need = 0;
     for (uint32_t L : len)
         need += (L + B - 1) / B;
-    Paged c = make_paged(need + 5, B, kvh, hd);
+    Paged c = make_paged(need + 5, B, kvh, hd, fp8);
     std::vector<uint32_t> order(c.blocks);
     for (uint32_t i = 0; i < c.blocks; i++)
         order[i] = i;
@@ -785,7 +864,7 @@ static void check_attention_paged(uint32_t heads, uint32_t kvh, uint32_t hd, uin
     f16 *dhi = dev<f16>((size_t)T * QW), *dlo = dev<f16>((size_t)T * QW);
     StepToken *dtok = upload(tok);
     uint32_t *dtab = upload(tables);
-    check(k_attention_paged(dhi, dlo, dout, dscratch, dqkv, c.dk, c.dv, dtok, dtab, 0, ds, T, heads,
+    check(k_attention_paged(dhi, dlo, dout, dscratch, dqkv, c.dev, dtok, dtab, 0, ds, T, heads,
                             kvh, hd, B, window, splits, 0),
           "k_attention_paged");
     auto got = download(dout, (size_t)T * QW);
@@ -794,8 +873,8 @@ static void check_attention_paged(uint32_t heads, uint32_t kvh, uint32_t hd, uin
     for (size_t i = 0; i < hi.size(); i++)
         hi[i] += lo[i];
     char what[96];
-    snprintf(what, sizeof what, "hd %u, %zu seqs, %u tokens, %s %u, %u splits", hd, len.size(), T,
-             window ? "window" : "full", window ? window : len[0], splits);
+    snprintf(what, sizeof what, "hd %u, %zu seqs, %u tokens, %s %u, %u splits%s", hd, len.size(), T,
+             window ? "window" : "full", window ? window : len[0], splits, fp8 ? ", fp8 cache" : "");
     report("k_attention_paged", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
     report("k_attention_paged", "  the same as split fp16", rel_l2(hi.data(), want.data(), want.size()),
            1e-5);
@@ -1019,6 +1098,11 @@ int main()
     check_attention_paged(64, 8, 64, 128, {350, 77, 1000}, {150, 1, 64}, 1);
     check_attention_paged(4, 2, 16, 0, {300, 37}, {100, 1}, 1);
     check_attention_paged(4, 2, 16, 128, {194, 20}, {64, 1}, 2);
+    /* the same over an fp8 cache */
+    check_attention_paged(64, 8, 64, 0, {3000}, {1}, 32, true);
+    check_attention_paged(64, 8, 64, 128, {2999, 40}, {1, 1}, 3, true);
+    check_attention_paged(64, 8, 64, 0, {350, 77, 1000}, {150, 1, 64}, 1, true);
+    check_attention_paged(4, 2, 16, 128, {194, 20}, {64, 1}, 2, true);
     check_pick_rows();
     check_pick_cuts();
     gpt_pool_free(pool);

@@ -20,8 +20,11 @@
 #   SERVE_ARGS to `llmr bench serve`; SERVE_OPTIONS are the node's engine options
 #   (default {"ignore_eos":1}); SERVE_TAG names the serve step's logs (default serve);
 #   SOAK_ARGS adds arguments to soak_serve.py; BATCH_OPTIONS are the engine options of the
-#   batch step's node (default {}), BATCH_TAG names its logs (default batch).
+#   batch step's node (default {}), BATCH_TAG names its logs (default batch); the e2e
+#   step checks E2E_MODELS (default: tiny l2 l120) with the engine options E2E_OPTIONS
+#   (e.g. {"kv_dtype":"fp8"}), its logs tagged E2E_TAG.
 set -uo pipefail
+E2E_TAG=${E2E_TAG:-}
 bundle=$(cd "${1:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}" && pwd)
 out=${2:?usage: run_gpt_oss_cuda.sh BUNDLE OUT [STEP...]}
 shift 2
@@ -83,10 +86,10 @@ for step in $steps; do
       ;;
     e2e)
       synth gpt-oss-tiny tiny 1 && synth gpt-oss-20b-2l l2 2 && synth gpt-oss-120b-2l l120 4
-      for m in tiny l2 l120; do
+      for m in ${E2E_MODELS:-tiny l2 l120}; do
         python3 "$bundle/tests/check_gpt_oss.py" "$llmr" "$models/$m" --tolerance bf16 \
-          2>&1 | tee "$out/e2e-$m.log"
-        note "e2e $m: $(grep '^RESULT' "$out/e2e-$m.log" || echo 'no result')"
+          ${E2E_OPTIONS:+--options "$E2E_OPTIONS"} 2>&1 | tee "$out/e2e$E2E_TAG-$m.log"
+        note "e2e$E2E_TAG $m ${E2E_OPTIONS:-}: $(grep '^RESULT' "$out/e2e$E2E_TAG-$m.log" || echo 'no result')"
       done
       ;;
     sanitize)

@@ -1,13 +1,14 @@
 /* What the kernel files share: the launch with programmatic dependent launch, warp
- * reductions, the E8M0 scale, E2M1 to fp16 by byte permutes, and the inline PTX of the
- * tensor-core kernels (cp.async, ldmatrix, mma.sync).  Included by the k_*.cu files
- * only. */
+ * reductions, the E8M0 scale, E2M1 to fp16 by byte permutes, fp8 e4m3 both ways, and
+ * the inline PTX of the tensor-core kernels (cp.async, ldmatrix, mma.sync).  Included by
+ * the k_*.cu files only. */
 #ifndef GPT_CUDA_DEVICE_UTIL_CUH
 #define GPT_CUDA_DEVICE_UTIL_CUH
 
 #include "kernels.cuh"
 
 #include <atomic>
+#include <cuda_fp8.h>
 #include <float.h>
 
 /* ---- launching ------------------------------------------------------------------------- */
@@ -178,6 +179,19 @@ static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[
     out[3] = prmt(hb03, hb47, 0x7B3Bu) | (w & 0x80008000u);
 }
 
+/* (a, b) as two fp8 e4m3 (a in the low byte), rounded to nearest even, saturating at
+ * +-448; and two e4m3 bytes back as fp16 (exact: every e4m3 value is an fp16). */
+static __device__ __forceinline__ uint16_t fp8x2_e4m3(float a, float b)
+{
+    return __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+}
+
+static __device__ __forceinline__ __half2 e4m3x2_to_half2(uint16_t two)
+{
+    __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(two, __NV_E4M3);
+    return *reinterpret_cast<__half2 *>(&r);
+}
+
 /* fp16 2^(s-127) in both halves (s within [104, 140], as the loader checks: normal
  * from 113 on, subnormal below). */
 static __device__ __forceinline__ uint32_t e8m0_half2(uint32_t s)
@@ -214,6 +228,13 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bo
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
                  "l"(src), "r"(valid ? 16 : 0));
+}
+
+/* 4 bytes global -> shared, asynchronously; !valid writes zeros. */
+static __device__ __forceinline__ void cp_async4(void *dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(valid ? 4 : 0));
 }
 
 static __device__ __forceinline__ void cp_async_commit()

@@ -42,6 +42,7 @@ typedef struct gpt_cuda_params {
     uint64_t kv_pool_bytes;  /* 0: from `sequences`, within free VRAM */
     uint64_t vram_budget;    /* 0: not limited */
     bool batch_invariant;    /* every row's sums in one order whatever the step holds */
+    bool kv_fp8;             /* the KV cache in fp8 e4m3 with row scales (else fp16) */
     gpt_cuda_progress_fn progress;
     void *user;
 } gpt_cuda_params;
@@ -70,6 +71,7 @@ typedef struct gpt_cuda_kv_layout {
     uint32_t max_tokens;    /* tokens one step carries at most */
     uint32_t max_rows;      /* items one step carries at most */
     uint64_t bytes_per_token; /* KV bytes of one position (both pools) */
+    bool fp8;               /* fp8 e4m3 with row scales (else fp16) */
 } gpt_cuda_kv_layout;
 void gpt_cuda_kv(const gpt_cuda *g, gpt_cuda_kv_layout *out);
 

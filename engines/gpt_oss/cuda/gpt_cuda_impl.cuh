@@ -27,7 +27,7 @@ struct DevLayer {
     float *dn_bias;                 /* [E][H] */
     uint32_t window;                /* 0 on full layers */
     uint32_t which;                 /* its KV pool: 0 full, 1 sliding */
-    kv_t *kc, *vc;                  /* its K and V in that pool (kernels.cuh) */
+    KvCache kv;                     /* its K and V in that pool (kernels.cuh) */
 };
 
 /* The scratch of one step of up to `chunk` tokens and `rows` rows of logits. */

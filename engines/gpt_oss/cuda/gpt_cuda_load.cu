@@ -48,10 +48,11 @@ static uint64_t gemm_parts_floats(const gpt_config *c, uint64_t T)
     return k_gemm_split_scratch_bytes(T < 256 ? (uint32_t)T : 256, widest) / sizeof(float);
 }
 
-/* KV bytes of one position in one layer (K and V, 16-bit). */
-static uint64_t kv_bytes_per_layer_position(const gpt_config *c)
+/* KV bytes of one position in one layer: K and V, fp16, or fp8 with a scale per row. */
+static uint64_t kv_bytes_per_layer_position(const gpt_config *c, bool fp8)
 {
-    return 2ull * c->kv_heads * c->head_dim * sizeof(kv_t);
+    return fp8 ? 2ull * c->kv_heads * (c->head_dim + sizeof(float))
+               : 2ull * c->kv_heads * c->head_dim * sizeof(kv_t);
 }
 
 static uint32_t layers_of_kind(const gpt_config *c, bool sliding)
@@ -105,7 +106,7 @@ uint64_t gpt_cuda_estimate(const gpt_config *c, uint64_t weight_bytes, uint32_t 
     uint32_t T = context < GPT_CUDA_CHUNK ? context : GPT_CUDA_CHUNK;
     uint64_t tables = (uint64_t)context * (c->head_dim / 2) * sizeof(float2);
     /* one sequence of the whole context in the full pool, the window in the sliding one */
-    uint64_t kv = kv_bytes_per_layer_position(c) *
+    uint64_t kv = kv_bytes_per_layer_position(c, false) *
                   ((uint64_t)layers_of_kind(c, false) * context +
                    (uint64_t)layers_of_kind(c, true) * (c->window + 2 * GPT_CUDA_BLOCK_TOKENS));
     /* small vectors go up as fp32: at most twice their f16 bytes, a rounding error */
@@ -460,7 +461,8 @@ static llmr_status make_kv(gpt_cuda *g, const gpt_cuda_params *p, char *err)
                                                  : avail)
                                          : 0;
     uint32_t n_full = layers_of_kind(c, false), n_slide = layers_of_kind(c, true);
-    uint64_t per_pos = kv_bytes_per_layer_position(c);
+    const bool fp8 = p->kv_fp8;
+    uint64_t per_pos = kv_bytes_per_layer_position(c, fp8);
     uint64_t full_block = per_pos * B * n_full, slide_block = per_pos * B * n_slide;
     gpt_cuda_kv_layout *kv = &g->kv;
     kv->block_tokens = B;
@@ -488,22 +490,26 @@ static llmr_status make_kv(gpt_cuda *g, const gpt_cuda_params *p, char *err)
     }
     if (n_full && (uint64_t)kv->full_blocks * B < g->context)
         g->context = kv->full_blocks * B;
-    kv_t *pool[2] = {NULL, NULL};
+    uint8_t *pool[2] = {NULL, NULL};
     uint64_t blocks[2] = {kv->full_blocks, kv->window_blocks};
     uint64_t bytes[2] = {(uint64_t)kv->full_blocks * full_block, slide_bytes};
     for (int w = 0; w < 2; w++)
         if (bytes[w] && (e = dalloc(g, reinterpret_cast<void **>(&pool[w]), bytes[w])) != cudaSuccess)
             return gpt_cuda_fail(err, "allocating the KV cache", e);
+    /* a layer's part of its pool: K, V (values), then with fp8 K's and V's row scales */
     uint32_t seen[2] = {0, 0};
-    uint64_t layer_elems[2] = {blocks[0] * c->kv_heads * B * c->head_dim,
-                               blocks[1] * c->kv_heads * B * c->head_dim};
     for (uint32_t l = 0; l < c->layers; l++) {
         DevLayer *L = &g->layers[l];
         uint32_t w = L->which;
-        L->kc = pool[w] + (2ull * seen[w]) * layer_elems[w];
-        L->vc = L->kc + layer_elems[w];
-        seen[w]++;
+        uint64_t rows = blocks[w] * c->kv_heads * B;
+        uint64_t values = rows * c->head_dim * (fp8 ? 1 : sizeof(kv_t));
+        uint8_t *base = pool[w] + seen[w]++ * per_pos * B * blocks[w];
+        L->kv.k = base;
+        L->kv.v = base + values;
+        L->kv.kscale = fp8 ? reinterpret_cast<float *>(base + 2 * values) : NULL;
+        L->kv.vscale = fp8 ? L->kv.kscale + rows : NULL;
     }
+    kv->fp8 = fp8;
     return LLMR_OK;
 }
 

@@ -85,9 +85,9 @@ static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
         CK(k_rmsnorm(b->xn, b->xn_lo, NULL, b->x, L->attn_norm, T, H, eps, st));
         CK(k_gemm_f16(b->qkv, b->xn, b->xn_lo, L->wqkv, L->bqkv, T, qkv_width(c), H, 0,
                       split_k, st));
-        CK(k_rope_kv_paged(b->qkv, L->kc, L->vc, b->tok, L->which, g->cos_sin, T, c->heads,
+        CK(k_rope_kv_paged(b->qkv, L->kv, b->tok, L->which, g->cos_sin, T, c->heads,
                            c->kv_heads, c->head_dim, B, st));
-        CK(k_attention_paged(b->attn, b->attn_lo, NULL, b->attn_split, b->qkv, L->kc, L->vc,
+        CK(k_attention_paged(b->attn, b->attn_lo, NULL, b->attn_split, b->qkv, L->kv,
                              b->tok, b->tables, L->which, L->sinks, T, c->heads, c->kv_heads,
                              c->head_dim, B, L->window,
                              g->invariant ? 1 : attn_splits(g, T, keys), st));
@@ -125,9 +125,9 @@ static cudaError_t forward_one(gpt_cuda *g, bool pick, bool cuts)
          * top-k inside its GEMV */
         CK(k_gemv_f16(b->qkv, L->wqkv, L->bqkv, b->x, L->attn_norm, eps, qkv_width(c), H, 0,
                       st));
-        CK(k_rope_kv_paged(b->qkv, L->kc, L->vc, b->tok, L->which, g->cos_sin, 1, c->heads,
+        CK(k_rope_kv_paged(b->qkv, L->kv, b->tok, L->which, g->cos_sin, 1, c->heads,
                            c->kv_heads, c->head_dim, B, st));
-        CK(k_attention_paged(NULL, NULL, b->attn_f, b->attn_split, b->qkv, L->kc, L->vc, b->tok,
+        CK(k_attention_paged(NULL, NULL, b->attn_f, b->attn_split, b->qkv, L->kv, b->tok,
                              b->tables, L->which, L->sinks, 1, c->heads, c->kv_heads,
                              c->head_dim, B, L->window, splits, st));
         CK(k_gemv_f16(b->x, L->wo, L->bo, b->attn_f, NULL, 0.0f, H, QW, 1, st));

@@ -16,7 +16,12 @@
  * (merged with the sink), with several a second kernel merges the splits (a long
  * context with few tokens in the step: the decode of one or a few sequences).
  *
- * Instantiated for head_dim 16 (the tiny preset) and 64 (gpt-oss). */
+ * An fp8 cache (kernels.cuh: KvCache) flows in as its bytes and row scales (two stages),
+ * and the block turns each tile into fp16 in shared memory (e4m3 times the row's scale,
+ * rounded to fp16) before the products, which are then the same.
+ *
+ * Instantiated for head_dim 16 (the tiny preset) and 64 (gpt-oss), each for an fp16 and
+ * an fp8 cache. */
 #include "device_util.cuh"
 
 #define LOG2E 1.4426950408889634f
@@ -55,22 +60,25 @@ static __device__ __forceinline__ uint32_t ld32(const kv_t *p)
 
 #define WARPS 4
 
-template <int HD>
+template <int HD, bool FP8>
 __global__ void __launch_bounds__(WARPS * 32)
     attn_paged_kernel(f16 *out_hi, f16 *out_lo, float *out_f, float *scratch, const float *qkv,
-                      const kv_t *kc, const kv_t *vc, const StepToken *tok,
-                      const uint32_t *tables, uint32_t which, const float *sinks, uint32_t heads,
-                      uint32_t kv_heads, uint32_t bt, uint32_t window, uint32_t splits,
-                      float scale2)
+                      KvCache kv, const StepToken *tok, const uint32_t *tables, uint32_t which,
+                      const float *sinks, uint32_t heads, uint32_t kv_heads, uint32_t bt,
+                      uint32_t window, uint32_t splits, float scale2)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
     constexpr int KS = HD / 16;   /* k16 steps of S = Q K^T */
     constexpr int NO = HD / 8;    /* n8 tiles of O */
     constexpr int LK = HD + 8;    /* a key's (or value's) row in shared memory, f16 */
-    constexpr int V8 = HD / 8;    /* 16-byte pieces of a row */
+    constexpr int V8 = HD / 8;    /* 16-byte pieces of a row (fp16) */
+    constexpr int R16 = HD / 16;  /* 16-byte pieces of a row (fp8) */
     constexpr int STAGE = 2 * PTILE * LK; /* f16 of one stage: keys, then values */
-    __shared__ __align__(16) kv_t smem[2 * STAGE];
+    /* fp16: two stages; fp8: one stage of fp16, filled from two stages of bytes */
+    __shared__ __align__(16) kv_t smem[(FP8 ? 1 : 2) * STAGE];
+    __shared__ __align__(16) uint8_t raw[FP8 ? 2 * 2 * PTILE * HD : 16]; /* [stage][k, v][PTILE][HD] */
+    __shared__ float rscale[FP8 ? 2 * 2 * PTILE : 1];                  /* [stage][k, v][PTILE] */
     __shared__ uint32_t kvalid[2][PTILE];
     __shared__ float Msm[WARPS][8], Lsm[WARPS][8];
     float *Osm = reinterpret_cast<float *>(smem); /* after the keys: [WARPS][8][HD] */
@@ -106,7 +114,30 @@ __global__ void __launch_bounds__(WARPS * 32)
     /* a tile's keys and values into a stage, asynchronously (a missing block's as zeros) */
     auto issue = [&](uint32_t tile, uint32_t stage) {
         const uint32_t first = lo + tile * PTILE, count = min((uint32_t)PTILE, pos + 1 - first);
+        if (FP8) {
+            const uint8_t *kb = static_cast<const uint8_t *>(kv.k), *vb = static_cast<const uint8_t *>(kv.v);
+            uint8_t *kr = raw + stage * 2 * PTILE * HD, *vr = kr + PTILE * HD;
+            for (uint32_t i = threadIdx.x; i < PTILE * R16; i += blockDim.x) {
+                uint32_t r = i / R16, c = (i % R16) * 16;
+                bool ok = false;
+                size_t cell = 0;
+                if (r < count) {
+                    uint32_t p = first + r, blk = table[p / bt];
+                    ok = blk != GPT_KV_NO_BLOCK;
+                    cell = ok ? ((size_t)blk * kv_heads + kvh) * bt + p % bt : 0;
+                }
+                cp_async16(kr + r * HD + c, kb + cell * HD + c, ok);
+                cp_async16(vr + r * HD + c, vb + cell * HD + c, ok);
+                if (c == 0) {
+                    cp_async4(rscale + (stage * 2 + 0) * PTILE + r, kv.kscale + cell, ok);
+                    cp_async4(rscale + (stage * 2 + 1) * PTILE + r, kv.vscale + cell, ok);
+                    kvalid[stage][r] = ok;
+                }
+            }
+            return;
+        }
         kv_t *ks_ = smem + stage * STAGE, *vs_ = ks_ + PTILE * LK;
+        const kv_t *kc = static_cast<const kv_t *>(kv.k), *vc = static_cast<const kv_t *>(kv.v);
         for (uint32_t i = threadIdx.x; i < PTILE * V8; i += blockDim.x) {
             uint32_t r = i / V8, c = (i % V8) * 8;
             bool ok = false;
@@ -134,7 +165,26 @@ __global__ void __launch_bounds__(WARPS * 32)
         cp_async_commit();
         cp_async_wait<1>();
         __syncthreads();
-        const kv_t *Ks = smem + stage * STAGE, *Vs = Ks + PTILE * LK;
+        if (FP8) { /* the stage's bytes into the fp16 tile: 8 values a piece */
+            for (uint32_t i = threadIdx.x; i < 2 * PTILE * V8; i += blockDim.x) {
+                uint32_t kv_i = i / (PTILE * V8), r = i / V8 % PTILE, c = (i % V8) * 8;
+                const uint32_t at = (stage * 2 + kv_i) * PTILE + r;
+                uint2 b = *reinterpret_cast<const uint2 *>(raw + (size_t)at * HD + c);
+                float sc = rscale[at];
+                uint32_t w[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    uint16_t two = (uint16_t)((j < 2 ? b.x : b.y) >> (16 * (j & 1)));
+                    float2 f = __half22float2(e4m3x2_to_half2(two));
+                    __half2 h = __floats2half2_rn(f.x * sc, f.y * sc);
+                    w[j] = *reinterpret_cast<uint32_t *>(&h);
+                }
+                *reinterpret_cast<uint4 *>(smem + kv_i * PTILE * LK + r * LK + c) =
+                    make_uint4(w[0], w[1], w[2], w[3]);
+            }
+            __syncthreads();
+        }
+        const kv_t *Ks = smem + (FP8 ? 0 : stage * STAGE), *Vs = Ks + PTILE * LK;
 
         /* this warp's 16 keys of the tile: S (rows g, columns 2tq, 2tq+1 of two n8 tiles) */
         const uint32_t k0 = warp * 16;
@@ -275,26 +325,51 @@ size_t k_attention_paged_scratch_floats(uint32_t rows, uint32_t heads, uint32_t 
     return (size_t)rows * heads * (hd + 2);
 }
 
+template <int HD, bool FP8>
+static cudaError_t launch_attention(dim3 grid, cudaStream_t s, f16 *out_hi, f16 *out_lo,
+                                    float *out_f, float *scratch, const float *qkv, KvCache kv,
+                                    const StepToken *tok, const uint32_t *tables, uint32_t which,
+                                    const float *sinks, uint32_t heads, uint32_t kv_heads,
+                                    uint32_t bt, uint32_t window, uint32_t splits)
+{
+    float scale2 = LOG2E / sqrtf((float)HD);
+    LAUNCH(attn_paged_kernel<HD, FP8>, grid, WARPS * 32, 0, s, out_hi, out_lo, out_f, scratch, qkv,
+           kv, tok, tables, which, sinks, heads, kv_heads, bt, window, splits, scale2);
+    return cudaSuccess;
+}
+
 cudaError_t k_attention_paged(f16 *out_hi, f16 *out_lo, float *out_f, float *scratch,
-                              const float *qkv, const kv_t *kc, const kv_t *vc,
-                              const StepToken *tok, const uint32_t *tables, uint32_t which,
-                              const float *sinks, uint32_t T, uint32_t heads, uint32_t kv_heads,
-                              uint32_t hd, uint32_t block_tokens, uint32_t window,
-                              uint32_t splits, cudaStream_t s)
+                              const float *qkv, KvCache kv, const StepToken *tok,
+                              const uint32_t *tables, uint32_t which, const float *sinks,
+                              uint32_t T, uint32_t heads, uint32_t kv_heads, uint32_t hd,
+                              uint32_t block_tokens, uint32_t window, uint32_t splits,
+                              cudaStream_t s)
 {
     if (T == 0 || heads % kv_heads || heads / kv_heads > 8 || splits == 0 || block_tokens == 0 ||
-        (!out_hi && !out_f) || (out_hi && !out_lo) || (splits > 1 && !scratch))
+        (!out_hi && !out_f) || (out_hi && !out_lo) || (splits > 1 && !scratch) ||
+        (kv.kscale && !kv.vscale))
         return cudaErrorInvalidValue;
     dim3 grid(T, kv_heads, splits);
-    float scale2 = LOG2E / sqrtf((float)hd);
+    const bool fp8 = kv.kscale != nullptr;
+    cudaError_t e;
     if (hd == 64)
-        LAUNCH(attn_paged_kernel<64>, grid, WARPS * 32, 0, s, out_hi, out_lo, out_f, scratch, qkv, kc, vc,
-               tok, tables, which, sinks, heads, kv_heads, block_tokens, window, splits, scale2);
+        e = fp8 ? launch_attention<64, true>(grid, s, out_hi, out_lo, out_f, scratch, qkv, kv, tok,
+                                             tables, which, sinks, heads, kv_heads, block_tokens,
+                                             window, splits)
+                : launch_attention<64, false>(grid, s, out_hi, out_lo, out_f, scratch, qkv, kv, tok,
+                                              tables, which, sinks, heads, kv_heads, block_tokens,
+                                              window, splits);
     else if (hd == 16)
-        LAUNCH(attn_paged_kernel<16>, grid, WARPS * 32, 0, s, out_hi, out_lo, out_f, scratch, qkv, kc, vc,
-               tok, tables, which, sinks, heads, kv_heads, block_tokens, window, splits, scale2);
+        e = fp8 ? launch_attention<16, true>(grid, s, out_hi, out_lo, out_f, scratch, qkv, kv, tok,
+                                             tables, which, sinks, heads, kv_heads, block_tokens,
+                                             window, splits)
+                : launch_attention<16, false>(grid, s, out_hi, out_lo, out_f, scratch, qkv, kv, tok,
+                                              tables, which, sinks, heads, kv_heads, block_tokens,
+                                              window, splits);
     else
         return cudaErrorInvalidValue;
+    if (e != cudaSuccess)
+        return e;
     if (splits > 1)
         LAUNCH(attn_paged_merge_kernel, dim3(T, heads), hd < 32 ? 32 : hd, 0, s, out_hi, out_lo,
                out_f, scratch, tok, sinks, heads, hd, window, splits);

@@ -50,9 +50,23 @@ static __device__ __forceinline__ void split_f16(float x, f16 *hi, f16 *lo)
  * The 16 bits are fp16, not bf16: the same capacity with 3 more bits of mantissa.  With
  * bf16 the 2-layer preset's logits were 100 times further from fp32 (relative L2 2.1e-2,
  * top-1 97.7% of 300 positions; docs/batching.md).  Keys and values are normed
- * projections, far inside fp16's range; a value beyond it saturates (to_f16). */
+ * projections, far inside fp16's range; a value beyond it saturates (to_f16).
+ *
+ * With the load option "kv_dtype": "fp8" the cache holds 8 bits a value instead: fp8
+ * e4m3 (OCP's format: 4 exponent bits, 3 of mantissa, at most 448) with one fp32 scale
+ * per key (and per value) row of a KV head, amax / 448 of that row, so a row keeps its
+ * own range; 1.9 times the positions in the same bytes. */
 #define GPT_KV_NO_BLOCK 0xffffffffu
 typedef f16 kv_t;
+#define GPT_KV_FP8_MAX 448.0f
+
+/* One layer's paged cache: K and V, each [block][kv_head][block position][head_dim], fp16
+ * (kv_t) when kscale is NULL, else fp8 e4m3 bytes with the rows' scales in kscale and
+ * vscale, [block][kv_head][block position]. */
+struct KvCache {
+    void *k, *v;
+    float *kscale, *vscale;
+};
 
 /* One token of a step, as the step's kernels read it (device memory). */
 struct StepToken {
@@ -65,9 +79,9 @@ struct StepToken {
 
 /* RoPE for T tokens at tok[t].pos: q and k of the fp32 qkv rows [q | k | v] rotated in
  * place with the table cos_sin [positions][hd/2] (cos, sin already scaled by the
- * attention factor); then each token's k and v stored as fp16 at tok[t].slot[which] of
- * the layer's cache kc, vc. */
-cudaError_t k_rope_kv_paged(float *qkv, kv_t *kc, kv_t *vc, const StepToken *tok, uint32_t which,
+ * attention factor); then each token's k and v stored (fp16, or fp8 with their rows'
+ * scales) at tok[t].slot[which] of the layer's cache. */
+cudaError_t k_rope_kv_paged(float *qkv, KvCache kv, const StepToken *tok, uint32_t which,
                             const float2 *cos_sin, uint32_t T, uint32_t heads, uint32_t kv_heads,
                             uint32_t hd, uint32_t block_tokens, cudaStream_t s);
 /* Attention of T tokens (the q parts of qkv rows) over their sequences' cached keys and
@@ -77,7 +91,7 @@ cudaError_t k_rope_kv_paged(float *qkv, kv_t *kc, kv_t *vc, const StepToken *tok
  * over `splits` blocks per token and head; with splits > 1, scratch holds
  * k_attention_paged_scratch_floats(T * splits, heads, hd). */
 cudaError_t k_attention_paged(f16 *out_hi, f16 *out_lo, float *out_f, float *scratch,
-                              const float *qkv, const kv_t *kc, const kv_t *vc,
+                              const float *qkv, KvCache kv,
                               const StepToken *tok, const uint32_t *tables, uint32_t which,
                               const float *sinks, uint32_t T, uint32_t heads, uint32_t kv_heads,
                               uint32_t hd, uint32_t block_tokens, uint32_t window,
