@@ -20,6 +20,7 @@
 #include "openai/openai_api.h"
 #include "template/chat_format.h"
 #include "template/chat_text.h"
+#include "tokenizer/tokenizer.h"
 
 #define COMPONENT "router"
 
@@ -39,6 +40,41 @@ static llmr_status read_listed(const llmr_source_options *so, const llmr_source 
         llmr_strbuf_printf(err, "%s: %s", path, llmr_strbuf_cstr(&e));
     llmr_strbuf_free(&e);
     return st;
+}
+
+/* The special tokens' texts from the source's tokenizer.json, for a chat format whose
+ * tokenizer_config.json lists none.  NULL when the source has no tokenizer.json or one
+ * that cannot be read or loaded: then the model's node renders (router_chat_renders),
+ * and says what is wrong with its tokenizer when it loads it. */
+static llmr_status special_from_tokenizer(const llmr_source_options *so, const llmr_source *src, json_t **out)
+{
+    *out = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    llmr_strbuf e = LLMR_STRBUF_INIT;
+    llmr_status st = read_listed(so, src, "tokenizer.json", LLMR_TOKENIZER_MAX_BYTES, &text, &len, &e);
+    llmr_tokenizer *tok = NULL;
+    if (st == LLMR_OK && text)
+        st = llmr_tokenizer_load(text, len, &tok, &e);
+    free(text);
+    llmr_strbuf_free(&e);
+    if (st == LLMR_OOM_RAM)
+        return st;
+    if (!tok)
+        return LLMR_OK;
+    json_t *list = json_array();
+    size_t n = llmr_tokenizer_special_count(tok);
+    for (size_t i = 0; list && i < n; i++) {
+        size_t tlen;
+        const char *t = llmr_tokenizer_special_text(tok, i, &tlen);
+        if (json_array_append_new(list, json_stringn(t, tlen)) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    llmr_tokenizer_free(tok);
+    *out = list;
+    return list ? LLMR_OK : LLMR_OOM_RAM;
 }
 
 unsigned router_chat_format_read(const llmr_source_options *so, const llmr_source *src, const char *format,
@@ -69,6 +105,8 @@ unsigned router_chat_format_read(const llmr_source_options *so, const llmr_sourc
     files.tokenizer_config = tcfg;
     if (st == LLMR_OK)
         st = llmr_chat_format_choose(&files, &f, &err);
+    if (st == LLMR_OK && !f.special_tokens)
+        st = special_from_tokenizer(so, src, &f.special_tokens);
     unsigned status = 0;
     if (st == LLMR_OK) {
         if (!(*out = llmr_chat_format_to_json(&f))) {
@@ -294,11 +332,13 @@ void router_render_endpoint(llmr_router *r, const llmr_store_model *m, const llm
     llmr_oai_error e;
     memset(&q, 0, sizeof q);
     memset(&e, 0, sizeof e);
-    if (!m->chat_format) {
+    if (!router_chat_renders(m)) {
         router_error(reply, 409, "invalid_request_error", "rendered_by_node",
                      "Model %s is rendered by its node (%s), not by the router.", m->name,
-                     strcmp(m->format, "gguf") == 0 ? "a gguf model carries its template in its weights"
-                                                    : "it was registered before the router kept chat formats");
+                     m->chat_format ? "the router does not know its tokenizer's special tokens, which request "
+                                      "text may not form; register the model again"
+                     : strcmp(m->format, "gguf") == 0 ? "a gguf model carries its template in its weights"
+                                                      : "it was registered before the router kept chat formats");
         goto done;
     }
     /* the body is a chat request whose "model" may be left out */
