@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* memmem */
 #include "template/chat_text.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,20 +18,61 @@ typedef struct guard_token {
     size_t len;
 } guard_token;
 
+/* A piece of a token that a request string's edge may hold: token tok's first k bytes
+ * (an end of a string) or last k bytes (a start of one), 0 < k < its length. */
+typedef struct guard_part {
+    uint32_t tok, k;
+} guard_part;
+
 struct llmr_chat_guard {
     guard_token *v;
     size_t n, cap;
-    size_t *by_byte[256]; /* indexes into v, longest first (built on first use) */
+    size_t *by_byte[256]; /* indexes into v, longest first */
     size_t by_byte_n[256];
+    /* by the byte a string's edge has there: the token starts whose last byte it is
+     * (for a string's end), the token ends whose first byte it is (for its start) */
+    guard_part *starts[256], *ends[256];
+    size_t starts_n[256], ends_n[256];
 };
 
 static void drop_index(llmr_chat_guard *g)
 {
     for (size_t b = 0; b < 256; b++) {
         free(g->by_byte[b]);
+        free(g->starts[b]);
+        free(g->ends[b]);
         g->by_byte[b] = NULL;
-        g->by_byte_n[b] = 0;
+        g->starts[b] = g->ends[b] = NULL;
+        g->by_byte_n[b] = g->starts_n[b] = g->ends_n[b] = 0;
     }
+}
+
+/* The edge pieces, by byte (see struct llmr_chat_guard). */
+static bool build_parts(llmr_chat_guard *g)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < g->n; i++)
+            for (size_t k = 1; k < g->v[i].len; k++) {
+                const char *t = g->v[i].text;
+                unsigned char sb = (unsigned char)t[k - 1], eb = (unsigned char)t[g->v[i].len - k];
+                if (pass == 0) {
+                    g->starts_n[sb]++;
+                    g->ends_n[eb]++;
+                    continue;
+                }
+                g->starts[sb][g->starts_n[sb]++] = (guard_part){(uint32_t)i, (uint32_t)k};
+                g->ends[eb][g->ends_n[eb]++] = (guard_part){(uint32_t)i, (uint32_t)k};
+            }
+        if (pass == 1)
+            break;
+        for (size_t b = 0; b < 256; b++) {
+            if ((g->starts_n[b] && !(g->starts[b] = malloc(g->starts_n[b] * sizeof(guard_part)))) ||
+                (g->ends_n[b] && !(g->ends[b] = malloc(g->ends_n[b] * sizeof(guard_part)))))
+                return false;
+            g->starts_n[b] = g->ends_n[b] = 0;
+        }
+    }
+    return true;
 }
 
 void llmr_chat_guard_free(llmr_chat_guard *g)
@@ -71,7 +113,7 @@ static bool build_index(llmr_chat_guard *g)
         }
         list[k] = i;
     }
-    return true;
+    return build_parts(g);
 }
 
 static bool guard_add(llmr_chat_guard *g, const char *text, size_t len)
@@ -132,13 +174,12 @@ typedef struct guard_run {
 static size_t lead_partial(const llmr_chat_guard *g, const char *s, size_t n)
 {
     size_t best = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        const guard_token *t = &g->v[i];
-        for (size_t k = t->len - 1 < n ? t->len - 1 : n; k > best; k--)
-            if (memcmp(s, t->text + t->len - k, k) == 0) {
-                best = k;
-                break;
-            }
+    unsigned char b = n ? (unsigned char)s[0] : 0;
+    for (size_t i = 0; n && i < g->ends_n[b]; i++) {
+        const guard_part *p = &g->ends[b][i];
+        const guard_token *t = &g->v[p->tok];
+        if (p->k > best && p->k <= n && memcmp(s, t->text + t->len - p->k, p->k) == 0)
+            best = p->k;
     }
     return best;
 }
@@ -147,13 +188,11 @@ static size_t lead_partial(const llmr_chat_guard *g, const char *s, size_t n)
 static size_t trail_partial(const llmr_chat_guard *g, const char *s, size_t n)
 {
     size_t best = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        const guard_token *t = &g->v[i];
-        for (size_t k = t->len - 1 < n ? t->len - 1 : n; k > best; k--)
-            if (memcmp(s + n - k, t->text, k) == 0) {
-                best = k;
-                break;
-            }
+    unsigned char b = n ? (unsigned char)s[n - 1] : 0;
+    for (size_t i = 0; n && i < g->starts_n[b]; i++) {
+        const guard_part *p = &g->starts[b][i];
+        if (p->k > best && p->k <= n && memcmp(s + n - p->k, g->v[p->tok].text, p->k) == 0)
+            best = p->k;
     }
     return best;
 }
