@@ -42,8 +42,12 @@ static llmr_status read_listed(const llmr_source_options *so, const llmr_source 
     return st;
 }
 
+/* The most bytes of a tokenizer.json the router reads at registration (the largest
+ * real ones are tens of MB). */
+#define ROUTER_MAX_TOKENIZER_BYTES ((size_t)128 << 20)
+
 /* The special tokens' texts from the source's tokenizer.json, for a chat format whose
- * tokenizer_config.json lists none.  NULL when the source has no tokenizer.json or one
+ * tokenizer_config.json lists none (one larger than the bound above counts as none).  NULL when the source has no tokenizer.json or one
  * that cannot be read or loaded: then the model's node renders (router_chat_renders),
  * and says what is wrong with its tokenizer when it loads it. */
 static llmr_status special_from_tokenizer(const llmr_source_options *so, const llmr_source *src, json_t **out)
@@ -52,7 +56,7 @@ static llmr_status special_from_tokenizer(const llmr_source_options *so, const l
     char *text = NULL;
     size_t len = 0;
     llmr_strbuf e = LLMR_STRBUF_INIT;
-    llmr_status st = read_listed(so, src, "tokenizer.json", LLMR_TOKENIZER_MAX_BYTES, &text, &len, &e);
+    llmr_status st = read_listed(so, src, "tokenizer.json", ROUTER_MAX_TOKENIZER_BYTES, &text, &len, &e);
     llmr_tokenizer *tok = NULL;
     if (st == LLMR_OK && text)
         st = llmr_tokenizer_load(text, len, &tok, &e);
