@@ -34,7 +34,7 @@ static void split(const llmr_pretokenizer *p, const char *text, size_t len, llmr
     llmr_pieces scratch = {NULL, 0, 0, arena, false};
     llmr_strbuf err = LLMR_STRBUF_INIT;
     llmr_strbuf_append(arena, text, len);
-    llmr_pieces_push(out, (llmr_piece){0, len, -1, true});
+    llmr_pieces_push(out, (llmr_piece){0, len, -1, true, false});
     if (!llmr_pretokenizer_apply(p, out, &scratch, &err))
         out->n = SIZE_MAX; /* an engine limit: compared like any result */
     free(scratch.v);

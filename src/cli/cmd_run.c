@@ -85,7 +85,7 @@ static char *render_template(const llmr_node_prompt *p, const char *system, cons
     char *text = NULL;
     if (json_array_size(messages) != (system ? 2u : 1u))
         llmr_strbuf_puts(err, "out of memory");
-    else if (llmr_node_prompt_render(p, messages, NULL, NULL, &out, err) && !(text = llmr_strbuf_take(&out)))
+    else if (llmr_node_prompt_render(p, messages, NULL, NULL, &out, NULL, err) && !(text = llmr_strbuf_take(&out)))
         llmr_strbuf_puts(err, "out of memory");
     json_decref(messages);
     llmr_strbuf_free(&out);

@@ -90,6 +90,9 @@ llmr_status llmr_echo_model_write(const char *out_dir, const char *tokenizer_dir
     llmr_loopback_model_options_default(&o);
     o.echo = &echo;
     o.no_tokenizer = true;
+    /* it answers with the user's text token for token, special tokens recognised: the
+     * per-model opt-out from request text staying text (docs/tokenizer.md) */
+    o.special_tokens_in_content = true;
     o.context_length = 8192; /* the engine's buffer per request is this many KiB */
     o.vocab_size = llmr_tokenizer_vocab_size(tok);
     if ((st = echo_ids(tok, &echo, err)) == LLMR_OK)

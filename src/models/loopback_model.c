@@ -138,6 +138,11 @@ llmr_status llmr_loopback_model_write(const char *dir, const llmr_loopback_model
         json_decref(config);
         config = NULL;
     }
+    if (config && o->special_tokens_in_content &&
+        json_object_set_new(config, "special_tokens_in_content", json_true()) != 0) {
+        json_decref(config);
+        config = NULL;
+    }
     st = write_json(dir, "config.json", config, err);
     if (st == LLMR_OK && !o->no_tokenizer)
         st = write_json(dir, "tokenizer.json", tokenizer_json(o->vocab_size), err);

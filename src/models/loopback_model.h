@@ -25,6 +25,9 @@ typedef struct llmr_loopback_model_options {
      * return_id */
     const llmr_loopback_echo *echo;
     bool no_tokenizer;       /* write no tokenizer.json (the caller brings one) */
+    /* config.json says "special_tokens_in_content": true: the node reads special
+     * tokens written in request text as special tokens (node/node_prompt.h) */
+    bool special_tokens_in_content;
 } llmr_loopback_model_options;
 
 void llmr_loopback_model_options_default(llmr_loopback_model_options *o);

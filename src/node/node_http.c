@@ -630,19 +630,26 @@ static void finish_whole(gen *g, llmr_http_reply *reply)
     reply_json(n, reply, g->ep, 200, body);
 }
 
-/* The prompt's token ids: rendered chat, a text prompt, or the ids given. */
+/* The prompt's token ids: rendered chat, a text prompt, or the ids given.  A chat's
+ * request text is tokenized as text (its ranges from the render, or from the router
+ * that rendered it); a completions prompt is the caller's own, special tokens and all
+ * (docs/tokenizer.md). */
 static bool prompt_ids(const llmr_oai_request *r, const llmr_node_prompt *p, llmr_ids *ids,
                        llmr_oai_error *e)
 {
     llmr_strbuf text = LLMR_STRBUF_INIT, err = LLMR_STRBUF_INIT;
+    llmr_text_spans plain = LLMR_TEXT_SPANS_INIT;
+    const llmr_text_spans *spans = NULL;
     bool ok = false;
     if (r->kind == LLMR_OAI_CHAT && r->prompt) { /* rendered by the router */
         llmr_strbuf_append(&text, r->prompt, r->prompt_len);
+        spans = &r->prompt_text;
     } else if (r->kind == LLMR_OAI_CHAT) {
+        spans = &plain;
         json_t *messages, *tools;
         if (!llmr_oai_template_input(r, llmr_node_prompt_harmony_template(p), &messages, &tools, e))
             goto done;
-        bool rendered = llmr_node_prompt_render(p, messages, tools, r->template_kwargs, &text, &err);
+        bool rendered = llmr_node_prompt_render(p, messages, tools, r->template_kwargs, &text, &plain, &err);
         json_decref(messages);
         json_decref(tools);
         if (!rendered) {
@@ -665,7 +672,7 @@ static bool prompt_ids(const llmr_oai_request *r, const llmr_node_prompt *p, llm
         }
     }
     if (r->kind == LLMR_OAI_CHAT || r->prompt) {
-        llmr_status st = llmr_node_prompt_encode(p, llmr_strbuf_cstr(&text), text.len, ids, &err);
+        llmr_status st = llmr_node_prompt_encode(p, llmr_strbuf_cstr(&text), text.len, spans, ids, &err);
         if (st != LLMR_OK) {
             llmr_oai_error_set(e, 400, "invalid_request_error", "invalid_value",
                                r->kind == LLMR_OAI_CHAT ? "messages" : "prompt", "the prompt cannot be tokenized: %s",
@@ -687,6 +694,7 @@ static bool prompt_ids(const llmr_oai_request *r, const llmr_node_prompt *p, llm
 done:
     llmr_strbuf_free(&text);
     llmr_strbuf_free(&err);
+    llmr_text_spans_free(&plain);
     return ok;
 }
 

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "common/fs_util.h"
+#include "common/log.h"
 #include "template/chat_format.h"
+#include "template/chat_text.h"
 #include "template/template.h"
 
 struct llmr_node_prompt {
@@ -21,6 +23,8 @@ struct llmr_node_prompt {
     bool harmony;       /* the tokenizer has harmony's special tokens: ids */
     llmr_harmony_ids ids;
     bool harmony_template;
+    llmr_chat_guard *guard;   /* the tokenizer's special tokens, kept text in request strings */
+    bool special_in_content;  /* the model's opt-out: no guard */
 };
 
 struct llmr_node_prompts {
@@ -45,6 +49,7 @@ static void prompt_free(llmr_node_prompt *p)
     llmr_tokenizer_free(p->tok);
     llmr_template_free(p->tpl);
     json_decref(p->special);
+    llmr_chat_guard_free(p->guard);
     free(p);
 }
 
@@ -137,6 +142,44 @@ static bool find_harmony(const llmr_tokenizer *tok, llmr_harmony_ids *ids)
     return ids->channel >= 0 && ids->message >= 0 && ids->call >= 0 && ids->ret >= 0;
 }
 
+bool llmr_model_dir_special_in_content(const char *name, const char *dir, bool log)
+{
+    char *text = NULL;
+    size_t len = 0;
+    llmr_strbuf e = LLMR_STRBUF_INIT;
+    bool on = false;
+    if (read_optional(dir, "config.json", 16u << 20, &text, &len, &e) == LLMR_OK && text) {
+        json_t *c = json_loadb(text, len, 0, NULL);
+        on = json_is_true(json_object_get(c, LLMR_SPECIAL_IN_CONTENT_KEY));
+        json_decref(c);
+    }
+    free(text);
+    llmr_strbuf_free(&e);
+    if (on && log)
+        llmr_log_warn("node", "model %s: special tokens written in request text (message contents, "
+                              "tool results and arguments, names) are read as special tokens: its "
+                              "config.json sets \"%s\": true", name, LLMR_SPECIAL_IN_CONTENT_KEY);
+    return on;
+}
+
+/* The guard of the tokenizer's special tokens. */
+static llmr_chat_guard *special_guard(const llmr_tokenizer *tok)
+{
+    json_t *list = json_array();
+    size_t n = llmr_tokenizer_special_count(tok);
+    for (size_t i = 0; list && i < n; i++) {
+        size_t len;
+        const char *t = llmr_tokenizer_special_text(tok, i, &len);
+        if (json_array_append_new(list, json_stringn(t, len)) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    llmr_chat_guard *g = llmr_chat_guard_from_json(list);
+    json_decref(list);
+    return g;
+}
+
 static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_status *status,
                                      llmr_strbuf *err)
 {
@@ -169,6 +212,11 @@ static llmr_node_prompt *prompt_load(const char *name, const char *dir, llmr_sta
     p->origin = f.origin;
     p->harmony_template = llmr_chat_template_is_harmony(f.source);
     p->harmony = find_harmony(p->tok, &p->ids);
+    p->special_in_content = llmr_model_dir_special_in_content(name, dir, false);
+    if (!p->special_in_content && !(p->guard = special_guard(p->tok))) {
+        *status = LLMR_OOM_RAM;
+        goto fail;
+    }
     *status = LLMR_OK;
     goto done;
 fail:
@@ -224,15 +272,26 @@ const char *llmr_node_prompt_template_origin(const llmr_node_prompt *p)
 }
 
 bool llmr_node_prompt_render(const llmr_node_prompt *p, const json_t *messages, const json_t *tools,
-                             const json_t *kwargs, llmr_strbuf *out, llmr_strbuf *err)
+                             const json_t *kwargs, llmr_strbuf *out, llmr_text_spans *spans,
+                             llmr_strbuf *err)
 {
-    return llmr_chat_render(p->tpl, p->special, messages, tools, kwargs, out, err);
+    if (!spans || p->special_in_content)
+        return llmr_chat_render(p->tpl, p->special, messages, tools, kwargs, out, err);
+    return llmr_chat_render_text(p->tpl, p->special, messages, tools, kwargs, p->guard, out, spans, err);
 }
 
 llmr_status llmr_node_prompt_encode(const llmr_node_prompt *p, const char *text, size_t len,
-                                    llmr_ids *out, llmr_strbuf *err)
+                                    const llmr_text_spans *plain, llmr_ids *out, llmr_strbuf *err)
 {
-    return llmr_tokenizer_encode(p->tok, text, len, LLMR_ENCODE_PARSE_SPECIAL, out, err);
+    if (!plain || p->special_in_content)
+        return llmr_tokenizer_encode(p->tok, text, len, LLMR_ENCODE_PARSE_SPECIAL, out, err);
+    return llmr_tokenizer_encode_text(p->tok, text, len, LLMR_ENCODE_PARSE_SPECIAL, plain->v, plain->n, out,
+                                      err);
+}
+
+bool llmr_node_prompt_special_in_content(const llmr_node_prompt *p)
+{
+    return p->special_in_content;
 }
 
 void llmr_node_prompt_token_text(const llmr_node_prompt *p, int32_t id, llmr_strbuf *out)

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "common/strbuf.h"
+#include "common/text_spans.h"
 #include "llmr/status.h"
 #include "models/harmony_parser.h"
 #include "tokenizer/ids.h"
@@ -42,13 +43,27 @@ bool llmr_node_prompt_harmony_template(const llmr_node_prompt *p);
 
 /* Renders chat messages (and tools, and chat_template_kwargs) with the model's
  * template and add_generation_prompt, into out.  false with err: the template's error
- * (a raise_exception message passes through). */
+ * (a raise_exception message passes through).  With spans (not NULL), the request's
+ * strings are request text (template/chat_text.h): spans gets the ranges of out that
+ * must be tokenized as text, none when the model opts out (below). */
 bool llmr_node_prompt_render(const llmr_node_prompt *p, const json_t *messages, const json_t *tools,
-                             const json_t *kwargs, llmr_strbuf *out, llmr_strbuf *err);
+                             const json_t *kwargs, llmr_strbuf *out, llmr_text_spans *spans,
+                             llmr_strbuf *err);
 
-/* Encodes a prompt, recognising special tokens (a rendered template holds them). */
+/* Encodes a prompt, recognising special tokens (a rendered template holds them) except
+ * in the plain ranges (may be NULL), which are tokenized as ordinary text unless the
+ * model opts out. */
 llmr_status llmr_node_prompt_encode(const llmr_node_prompt *p, const char *text, size_t len,
-                                    llmr_ids *out, llmr_strbuf *err);
+                                    const llmr_text_spans *plain, llmr_ids *out, llmr_strbuf *err);
+
+/* The per-model opt-out: a model whose config.json says "special_tokens_in_content":
+ * true has the special tokens written in its request text recognised as special tokens
+ * (the gpt-oss-echo test model, which drives any output through the stack, does). */
+#define LLMR_SPECIAL_IN_CONTENT_KEY "special_tokens_in_content"
+bool llmr_node_prompt_special_in_content(const llmr_node_prompt *p);
+/* Reads the opt-out from dir/config.json (false when the file or key is absent or not
+ * JSON); when set, logs a warning naming the model. */
+bool llmr_model_dir_special_in_content(const char *name, const char *dir, bool log);
 
 /* The text of one token for logprobs (special tokens included), into out. */
 void llmr_node_prompt_token_text(const llmr_node_prompt *p, int32_t id, llmr_strbuf *out);

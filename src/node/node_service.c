@@ -14,6 +14,7 @@
 #include "common/fs_util.h"
 #include "common/json_util.h"
 #include "common/log.h"
+#include "node/node_prompt.h"
 #include "node/control_server.h"
 #include "node/node_http.h"
 #include "node/router_link.h"
@@ -118,8 +119,10 @@ static size_t add_models(llmr_engine_host *h, const char *models_dir, const char
         if (path && is_dir(path)) {
             llmr_model_spec spec = {de->d_name, path, NULL, NULL, 0, engine_options};
             llmr_strbuf err = LLMR_STRBUF_INIT;
-            if (llmr_engine_host_add_model(h, &spec, &err) == LLMR_OK)
+            if (llmr_engine_host_add_model(h, &spec, &err) == LLMR_OK) {
                 added++;
+                llmr_model_dir_special_in_content(de->d_name, path, true); /* logs the opt-out */
+            }
             else
                 llmr_log_error(COMPONENT, "model %s is not served: %s", de->d_name,
                                llmr_strbuf_cstr(&err));

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "node/node_prompt.h"
 #include "node/model_sync.h"
 
 #define COMPONENT "router-link"
@@ -436,6 +437,8 @@ static void sync_one(llmr_router_link *l, const char *name)
         llmr_model_spec spec = {name, dir, format, NULL, 0, l->o.engine_options};
         llmr_strbuf_reset(&err);
         s = dir ? llmr_engine_host_add_model(l->host, &spec, &err) : LLMR_OOM_RAM;
+        if (s == LLMR_OK)
+            llmr_model_dir_special_in_content(name, dir, true); /* logs the opt-out */
         free(dir);
         free(models);
         if (s != LLMR_OK) {

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/text_spans.h"
+
 #include "common/strbuf.h"
 
 /* A request's error: the HTTP status and the fields of OpenAI's error object. */
@@ -31,6 +33,10 @@ typedef enum llmr_oai_kind { LLMR_OAI_CHAT, LLMR_OAI_COMPLETION } llmr_oai_kind;
 
 /* The chat request's extension field that carries a prompt rendered by the router. */
 #define LLMR_OAI_RENDERED_PROMPT "llmr_prompt"
+/* Beside it: the byte ranges of that prompt that hold request text (template/chat_text.h)
+ * and are tokenized as ordinary text, [[offset, length], ...] in order and apart. */
+#define LLMR_OAI_RENDERED_TEXT "llmr_prompt_text"
+#define LLMR_OAI_MAX_TEXT_SPANS (1u << 20)
 
 #define LLMR_OAI_MAX_STOP 16       /* stop strings per request */
 
@@ -65,6 +71,9 @@ typedef struct llmr_oai_request {
      * rendered (the LLMR_OAI_RENDERED_PROMPT extension), or NULL */
     char *prompt;                 /* NUL-terminated; NULL when prompt_ids */
     size_t prompt_len;
+    llmr_text_spans prompt_text;  /* chat: the rendered prompt's request text (the
+                                     LLMR_OAI_RENDERED_TEXT extension); none for a
+                                     completions prompt, which is the caller's own */
     int32_t *prompt_ids;
     size_t prompt_id_count;
     bool stream;

@@ -5,6 +5,7 @@
  *
  * Messages are kept as sent for the chat template; what is checked here is what a
  * template relies on.  Images and audio are refused with a message saying so. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +289,32 @@ static bool parse_rendered_prompt(json_t *root, llmr_oai_request *r, llmr_oai_er
         return llmr_oai_fail_oom(err);
     memcpy(r->prompt, json_string_value(p), n + 1);
     r->prompt_len = n;
+    json_t *spans = llmr_oai_given(root, LLMR_OAI_RENDERED_TEXT);
+    if (!spans)
+        return true;
+    if (!json_is_array(spans) || json_array_size(spans) > LLMR_OAI_MAX_TEXT_SPANS)
+        return llmr_oai_fail_type(err, LLMR_OAI_RENDERED_TEXT, "an array of [offset, length] pairs", spans);
+    size_t i, end = 0;
+    bool in_order = true;
+    json_t *s;
+    json_array_foreach(spans, i, s) {
+        json_t *o = json_array_get(s, 0), *l = json_array_get(s, 1);
+        if (json_array_size(s) != 2 || !json_is_integer(o) || !json_is_integer(l) || json_integer_value(o) < 0 ||
+            json_integer_value(l) <= 0)
+            return llmr_oai_fail_type(err, LLMR_OAI_RENDERED_TEXT, "an array of [offset, length] pairs", spans);
+        size_t off = (size_t)json_integer_value(o), len = (size_t)json_integer_value(l);
+        in_order = in_order && off >= end && len <= SIZE_MAX - off;
+        end = in_order ? off + len : end;
+        llmr_text_spans_push(&r->prompt_text, off, len);
+    }
+    if (r->prompt_text.failed)
+        return llmr_oai_fail_oom(err);
+    if (!in_order || !llmr_text_spans_valid(r->prompt_text.v, r->prompt_text.n, n)) {
+        llmr_oai_error_set(err, 400, LLMR_OAI_INVALID, "invalid_value", LLMR_OAI_RENDERED_TEXT,
+                           "%s must list ranges of %s in order, apart, and within it", LLMR_OAI_RENDERED_TEXT,
+                           LLMR_OAI_RENDERED_PROMPT);
+        return false;
+    }
     return true;
 }
 

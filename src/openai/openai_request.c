@@ -569,6 +569,7 @@ void llmr_oai_request_free(llmr_oai_request *r)
     free(r->tool_choice_name);
     json_decref(r->template_kwargs);
     free(r->prompt);
+    llmr_text_spans_free(&r->prompt_text);
     free(r->prompt_ids);
     for (size_t i = 0; i < r->stop_count; i++)
         free(r->stop[i]);

@@ -437,7 +437,7 @@ bool llmr_oai_responses_parse(const char *body, size_t len, bool allow_previous,
     json_t *chat = json_object();
     static const char *const same[] = {"model", "temperature", "top_p", "stream",
                                        "parallel_tool_calls", "user", LLMR_OAI_RENDERED_PROMPT,
-                                       NULL};
+                                       LLMR_OAI_RENDERED_TEXT, NULL};
     bool ok = chat != NULL || llmr_oai_fail_oom(err);
     for (size_t k = 0; ok && same[k]; k++) {
         json_t *v = json_object_get(root, same[k]);

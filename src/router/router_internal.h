@@ -104,14 +104,27 @@ void router_templates_free(router_templates *t);
  * file that is not what it should be, 502 the source could not be read). */
 unsigned router_chat_format_read(const llmr_source_options *so, const llmr_source *src, const char *format,
                                  const char *override, json_t **out, llmr_strbuf *msg);
-/* Renders a chat request with the model's chat format (m->chat_format not NULL);
- * false with e (400 the template's error, 500 an unusable stored format). */
+/* Whether the router renders the model's chats: it has a chat format that lists the
+ * tokenizer's special tokens (so request text can be kept text), or a template given
+ * at registration (which its node does not have).  Otherwise its node renders. */
+bool router_chat_renders(const llmr_store_model *m);
+/* Renders a chat request with the model's chat format (m->chat_format not NULL), the
+ * request's special-token text kept text: spans gets its ranges of out
+ * (template/chat_text.h); false with e (400 the template's error, 500 an unusable
+ * stored format). */
 bool router_render_chat(llmr_router *r, const llmr_store_model *m, const llmr_oai_request *q, llmr_strbuf *out,
-                        llmr_oai_error *e);
-/* The request's body with the rendered prompt added (LLMR_OAI_RENDERED_PROMPT), malloc'd. */
-bool router_render_body(const llmr_http_request *req, const char *prompt, size_t prompt_len, char **body,
-                        size_t *body_len);
-/* POST /v0/models/{name}/render: {"prompt", "template_origin"} for a chat request body. */
+                        llmr_text_spans *spans, llmr_oai_error *e);
+/* The request's body with the rendered prompt added (LLMR_OAI_RENDERED_PROMPT) and its
+ * request-text ranges (LLMR_OAI_RENDERED_TEXT, when there are any), malloc'd. */
+bool router_render_body(const llmr_http_request *req, const char *prompt, size_t prompt_len,
+                        const llmr_text_spans *spans, char **body, size_t *body_len);
+/* A chat body that goes to a node unrendered but carries a client's own
+ * LLMR_OAI_RENDERED_PROMPT, without it and LLMR_OAI_RENDERED_TEXT (only the router
+ * renders): *body malloc'd when they had to be taken out, else NULL (the body goes as
+ * it is); false when out of memory. */
+bool router_unrendered_body(const llmr_http_request *req, char **body, size_t *body_len);
+/* POST /v0/models/{name}/render: {"prompt", "template_origin", "text_spans"} for a chat
+ * request body. */
 void router_render_endpoint(llmr_router *r, const llmr_store_model *m, const llmr_http_request *req,
                             llmr_http_reply *reply);
 

@@ -519,19 +519,28 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
         goto done;
     }
     /* a chat goes to the node rendered, with the model's chat format (router_render.c) */
-    if (kind == LLMR_OAI_CHAT && m.chat_format) {
+    if (kind == LLMR_OAI_CHAT && router_chat_renders(&m)) {
         llmr_strbuf prompt = LLMR_STRBUF_INIT;
-        bool ok = router_render_chat(r, &m, &q, &prompt, &e);
-        if (ok && !router_render_body(&fwd, llmr_strbuf_cstr(&prompt), prompt.len, &rendered_body, &fwd.body_len)) {
+        llmr_text_spans spans = LLMR_TEXT_SPANS_INIT;
+        bool ok = router_render_chat(r, &m, &q, &prompt, &spans, &e);
+        if (ok && !router_render_body(&fwd, llmr_strbuf_cstr(&prompt), prompt.len, &spans, &rendered_body,
+                                      &fwd.body_len)) {
             ok = false;
             llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory rendering the prompt");
         }
         llmr_strbuf_free(&prompt);
+        llmr_text_spans_free(&spans);
         if (!ok) {
             llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
             status = e.status;
             goto done;
         }
+        fwd.body = rendered_body;
+    } else if (kind == LLMR_OAI_CHAT && q.prompt && !router_unrendered_body(&fwd, &rendered_body, &fwd.body_len)) {
+        router_error(reply, 500, "server_error", NULL, "out of memory");
+        status = 500;
+        goto done;
+    } else if (rendered_body) {
         fwd.body = rendered_body;
     }
     attempt a;

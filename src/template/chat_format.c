@@ -73,6 +73,24 @@ static void set_special(json_t *special, const json_t *tcfg)
     }
 }
 
+/* The special tokens' texts of added_tokens_decoder ({"ID": {"content": ..., "special":
+ * true}, ...}), or NULL when there is none. */
+static json_t *special_token_texts(const json_t *tcfg)
+{
+    json_t *decoder = json_object_get(tcfg, "added_tokens_decoder");
+    if (!json_is_object(decoder))
+        return NULL;
+    json_t *out = json_array();
+    const char *id;
+    json_t *t;
+    json_object_foreach(decoder, id, t) {
+        json_t *content = json_object_get(t, "content");
+        if (out && json_is_true(json_object_get(t, "special")) && json_string_length(content) > 0)
+            json_array_append(out, content);
+    }
+    return out;
+}
+
 llmr_status llmr_chat_format_choose(const llmr_chat_files *files, llmr_chat_format *out, llmr_strbuf *err)
 {
     memset(out, 0, sizeof *out);
@@ -131,6 +149,7 @@ llmr_status llmr_chat_format_choose(const llmr_chat_files *files, llmr_chat_form
     memcpy(out->source, text, text_len);
     out->source[text_len] = 0;
     set_special(out->special, tcfg);
+    out->special_tokens = special_token_texts(tcfg);
     json_decref(tcfg);
     json_decref(tjson);
     return LLMR_OK;
@@ -148,12 +167,18 @@ void llmr_chat_format_free(llmr_chat_format *f)
         return;
     free(f->source);
     json_decref(f->special);
+    json_decref(f->special_tokens);
     memset(f, 0, sizeof *f);
 }
 
 json_t *llmr_chat_format_to_json(const llmr_chat_format *f)
 {
-    return json_pack("{s:s, s:s, s:O}", "template", f->source, "origin", f->origin, "special", f->special);
+    json_t *j = json_pack("{s:s, s:s, s:O}", "template", f->source, "origin", f->origin, "special", f->special);
+    if (j && f->special_tokens && json_object_set(j, "special_tokens", f->special_tokens) != 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
 }
 
 static const char *known_origin(const char *o)
@@ -181,10 +206,17 @@ bool llmr_chat_format_from_json(const json_t *j, llmr_chat_format *out)
         if (!json_is_string(v))
             return false;
     }
-    if (!(out->source = strdup(src)))
+    json_t *tokens = json_object_get(j, "special_tokens");
+    size_t i;
+    json_array_foreach(tokens, i, v) {
+        if (!json_is_string(v))
+            return false;
+    }
+    if ((tokens && !json_is_array(tokens)) || !(out->source = strdup(src)))
         return false;
     out->origin = origin;
     out->special = json_incref(special);
+    out->special_tokens = json_incref(tokens);
     return true;
 }
 

@@ -11,7 +11,9 @@
  * (llmr_template_default_source).  The special tokens come from tokenizer_config.json:
  * bos_token and eos_token always ("" when it has none), unk_token, pad_token,
  * sep_token, cls_token and mask_token when present (each a string or
- * {"content": string}). */
+ * {"content": string}).  The texts of the tokenizer's special tokens, which a request's
+ * strings may not form (template/chat_text.h), come from tokenizer_config.json's
+ * added_tokens_decoder (the entries marked "special": true), when it has one. */
 #ifndef LLMR_TEMPLATE_CHAT_FORMAT_H
 #define LLMR_TEMPLATE_CHAT_FORMAT_H
 
@@ -38,6 +40,7 @@ typedef struct llmr_chat_format {
     char *source;        /* the template's text (owned) */
     const char *origin;  /* one of LLMR_CHAT_ORIGIN_* */
     json_t *special;     /* {"bos_token": "...", ...} (owned) */
+    json_t *special_tokens; /* ["<|end|>", ...] (owned), or NULL when the files list none */
 } llmr_chat_format;
 
 /* The texts of the files that decide the format, each NULL when the model has no such
@@ -59,8 +62,8 @@ typedef struct llmr_chat_files {
 llmr_status llmr_chat_format_choose(const llmr_chat_files *files, llmr_chat_format *out, llmr_strbuf *err);
 void llmr_chat_format_free(llmr_chat_format *f);
 
-/* For storage: {"template": ..., "origin": ..., "special": {...}}, and back (false
- * when the JSON is not of that shape). */
+/* For storage: {"template": ..., "origin": ..., "special": {...}, "special_tokens":
+ * [...] (when known)}, and back (false when the JSON is not of that shape). */
 json_t *llmr_chat_format_to_json(const llmr_chat_format *f);
 bool llmr_chat_format_from_json(const json_t *j, llmr_chat_format *out);
 

@@ -69,7 +69,8 @@ static uint32_t last_char(const char *text, size_t end)
 
 /* Leftmost-longest match at or after `from`, among tokens of the wanted kind. */
 static const llmr_added_token *find(const llmr_added_tokens *a, bool normalized, bool parse_special,
-                                    const char *text, size_t len, size_t from, size_t *at)
+                                    const llmr_text_spans *plain, size_t base, const char *text,
+                                    size_t len, size_t from, size_t *at)
 {
     for (size_t i = from; i < len; i++) {
         unsigned char b = (unsigned char)text[i];
@@ -78,6 +79,9 @@ static const llmr_added_token *find(const llmr_added_tokens *a, bool normalized,
             if (t->normalized != normalized || (t->special && !parse_special))
                 continue;
             if (t->match_len <= len - i && memcmp(text + i, t->match, t->match_len) == 0) {
+                if (t->special && plain &&
+                    llmr_text_spans_overlap(plain->v, plain->n, base + i, t->match_len))
+                    continue; /* request text: not a token here */
                 *at = i;
                 return t;
             }
@@ -86,13 +90,25 @@ static const llmr_added_token *find(const llmr_added_tokens *a, bool normalized,
     return NULL;
 }
 
-static void split_piece(const llmr_added_tokens *a, bool normalized, bool parse_special,
-                        const llmr_piece *src, llmr_pieces *out)
+/* A text piece of the split, marked plain when it holds bytes of a plain span. */
+static void push_text(llmr_pieces *out, const llmr_text_spans *plain, const llmr_piece *src,
+                      size_t start, size_t len)
 {
+    llmr_piece p = {src->off + start, len, -1, src->first && start == 0, src->plain};
+    if (plain && llmr_text_spans_overlap(plain->v, plain->n, src->off + start, len))
+        p.plain = true;
+    llmr_pieces_push(out, p);
+}
+
+static void split_piece(const llmr_added_tokens *a, bool normalized, bool parse_special,
+                        const llmr_text_spans *plain, const llmr_piece *src, llmr_pieces *out)
+{
+    if (src->plain)
+        parse_special = false;
     const char *text = out->arena->data + src->off;
     size_t len = src->len, start_offset = 0, from = 0, start;
     const llmr_added_token *t;
-    while ((t = find(a, normalized, parse_special, text, len, from, &start)) != NULL) {
+    while ((t = find(a, normalized, parse_special, plain, src->off, text, len, from, &start)) != NULL) {
         size_t stop = start + t->match_len;
         from = stop;
         if (t->single_word) {
@@ -123,25 +139,23 @@ static void split_piece(const llmr_added_tokens *a, bool normalized, bool parse_
         if (start < start_offset)
             start = start_offset;
         if (start_offset < start)
-            llmr_pieces_push(out, (llmr_piece){src->off + start_offset, start - start_offset, -1,
-                                               src->first && start_offset == 0});
-        llmr_pieces_push(out, (llmr_piece){src->off + start, stop - start, t->id, false});
+            push_text(out, plain, src, start_offset, start - start_offset);
+        llmr_pieces_push(out, (llmr_piece){src->off + start, stop - start, t->id, false, false});
         start_offset = stop;
         if (from < stop)
             from = stop;
     }
     if (start_offset < len)
-        llmr_pieces_push(out, (llmr_piece){src->off + start_offset, len - start_offset, -1,
-                                           src->first && start_offset == 0});
+        push_text(out, plain, src, start_offset, len - start_offset);
 }
 
 void llmr_added_tokens_split(const llmr_added_tokens *a, bool normalized, bool parse_special,
-                             const llmr_pieces *in, llmr_pieces *out)
+                             const llmr_text_spans *plain, const llmr_pieces *in, llmr_pieces *out)
 {
     for (size_t i = 0; i < in->n; i++) {
         if (in->v[i].id >= 0 || a->n == 0)
             llmr_pieces_push(out, in->v[i]);
         else
-            split_piece(a, normalized, parse_special, &in->v[i], out);
+            split_piece(a, normalized, parse_special, plain, &in->v[i], out);
     }
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/text_spans.h"
 #include "tokenizer/pieces.h"
 
 typedef struct llmr_added_token {
@@ -33,8 +34,12 @@ void llmr_added_tokens_free(llmr_added_tokens *a);
 bool llmr_added_tokens_index(llmr_added_tokens *a);
 
 /* Splits each text piece of `in` on the tokens whose `normalized` flag equals
- * `normalized` (skipping special ones unless parse_special), appending to out. */
+ * `normalized` (skipping special ones unless parse_special), appending to out.
+ * plain (may be NULL): byte ranges of the pieces' arena where no special token is
+ * recognised (a match that shares a byte with one is skipped); the text pieces that
+ * hold such bytes come out marked plain, and a piece marked plain is split on
+ * non-special tokens only. */
 void llmr_added_tokens_split(const llmr_added_tokens *a, bool normalized, bool parse_special,
-                             const llmr_pieces *in, llmr_pieces *out);
+                             const llmr_text_spans *plain, const llmr_pieces *in, llmr_pieces *out);
 
 #endif

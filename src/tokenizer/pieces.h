@@ -16,6 +16,8 @@ typedef struct llmr_piece {
     size_t off, len;
     int64_t id;  /* >= 0: an added token, final */
     bool first;  /* begins at byte 0 of the original text */
+    bool plain;  /* holds request text: no special token is recognised in it
+                    (llmr_added_tokens_split) */
 } llmr_piece;
 
 typedef struct llmr_pieces {

@@ -351,7 +351,7 @@ static void emit(llmr_pieces *out, const llmr_piece *src, const spans *m)
         const span *s = &m->v[i];
         if (s->match || s->e == s->s)
             continue;
-        llmr_pieces_push(out, (llmr_piece){src->off + s->s, s->e - s->s, -1, src->first && s->s == 0});
+        llmr_pieces_push(out, (llmr_piece){src->off + s->s, s->e - s->s, -1, src->first && s->s == 0, src->plain});
     }
 }
 
@@ -394,7 +394,7 @@ static void whitespace_split_words(llmr_pieces *out, const llmr_piece *src, cons
         if (cls != run) {
             if (run)
                 llmr_pieces_push(out, (llmr_piece){src->off + start, i - start, -1,
-                                                   src->first && start == 0});
+                                                   src->first && start == 0, src->plain});
             run = cls;
             start = i;
         }
@@ -498,7 +498,7 @@ static bool apply_step(const llmr_pretokenizer *p, const llmr_piece *piece, llmr
             if (words.v[i].match || words.v[i].e == words.v[i].s)
                 continue;
             llmr_piece w = {src.off + words.v[i].s, words.v[i].e - words.v[i].s, -1,
-                            src.first && words.v[i].s == 0};
+                            src.first && words.v[i].s == 0, src.plain};
             m->n = 0;
             char_spans(is_punct_cls, p, out->arena->data + w.off, w.len, m);
             apply_behavior(m, ISOLATED);

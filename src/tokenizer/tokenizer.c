@@ -799,7 +799,19 @@ llmr_status llmr_tokenizer_load_file(const char *path, llmr_tokenizer **out, llm
 llmr_status llmr_tokenizer_encode(const llmr_tokenizer *t, const char *text, size_t len,
                                   unsigned flags, llmr_ids *out, llmr_strbuf *err)
 {
+    return llmr_tokenizer_encode_text(t, text, len, flags, NULL, 0, out, err);
+}
+
+llmr_status llmr_tokenizer_encode_text(const llmr_tokenizer *t, const char *text, size_t len,
+                                       unsigned flags, const llmr_text_span *plain, size_t n_plain,
+                                       llmr_ids *out, llmr_strbuf *err)
+{
     size_t bad;
+    if (!llmr_text_spans_valid(plain, n_plain, len)) {
+        llmr_strbuf_puts(err, "the text's plain spans are out of order or past its end");
+        return LLMR_INVALID_ARGUMENT;
+    }
+    llmr_text_spans spans = {(llmr_text_span *)plain, n_plain, n_plain, false};
     if (!llmr_utf8_valid(text, len, &bad)) {
         llmr_strbuf_printf(err, "the text is not valid UTF-8 at byte %zu", bad);
         return LLMR_INVALID_ARGUMENT;
@@ -813,10 +825,10 @@ llmr_status llmr_tokenizer_encode(const llmr_tokenizer *t, const char *text, siz
 
     llmr_strbuf_append(&arena, text, len);
     if (len)
-        llmr_pieces_push(&a, (llmr_piece){0, len, -1, true});
+        llmr_pieces_push(&a, (llmr_piece){0, len, -1, true, false});
     if (t->added.n) {
         b.n = 0;
-        llmr_added_tokens_split(&t->added, false, parse_special, &a, &b);
+        llmr_added_tokens_split(&t->added, false, parse_special, n_plain ? &spans : NULL, &a, &b);
         llmr_pieces swap = a;
         a = b;
         b = swap;
@@ -843,7 +855,7 @@ llmr_status llmr_tokenizer_encode(const llmr_tokenizer *t, const char *text, siz
     }
     if (st == LLMR_OK && t->any_normalized_added) {
         b.n = 0;
-        llmr_added_tokens_split(&t->added, true, parse_special, &a, &b);
+        llmr_added_tokens_split(&t->added, true, parse_special, NULL, &a, &b);
         llmr_pieces swap = a;
         a = b;
         b = swap;
@@ -937,6 +949,28 @@ const char *llmr_tokenizer_id_to_token(const llmr_tokenizer *t, uint32_t id, siz
     }
     *len = t->by_id[id].len;
     return llmr_strbuf_cstr(&t->strings) + t->by_id[id].off;
+}
+
+size_t llmr_tokenizer_special_count(const llmr_tokenizer *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->added.n; i++)
+        n += t->added.v[i].special;
+    return n;
+}
+
+const char *llmr_tokenizer_special_text(const llmr_tokenizer *t, size_t i, size_t *len)
+{
+    for (size_t k = 0; k < t->added.n; k++) {
+        if (!t->added.v[k].special)
+            continue;
+        if (i-- == 0) {
+            *len = t->added.v[k].len;
+            return t->added.v[k].content;
+        }
+    }
+    *len = 0;
+    return NULL;
 }
 
 bool llmr_tokenizer_is_special(const llmr_tokenizer *t, uint32_t id)

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/strbuf.h"
+#include "common/text_spans.h"
 #include "llmr/status.h"
 #include "tokenizer/ids.h"
 
@@ -52,6 +53,16 @@ enum {
 llmr_status llmr_tokenizer_encode(const llmr_tokenizer *tok, const char *text, size_t len,
                                   unsigned flags, llmr_ids *out, llmr_strbuf *err);
 
+/* The same, with byte ranges of the text (sorted, apart; common/text_spans.h) in which
+ * no special token is recognised even under LLMR_ENCODE_PARSE_SPECIAL: a special
+ * token's text that shares a byte with one is tokenized as the ordinary text it is
+ * (as with special recognition off), and the rest of the text as before.  A chat
+ * prompt's request strings are such ranges (docs/tokenizer.md).  No spans: exactly
+ * llmr_tokenizer_encode.  Spans out of order or past the end are INVALID_ARGUMENT. */
+llmr_status llmr_tokenizer_encode_text(const llmr_tokenizer *tok, const char *text, size_t len,
+                                       unsigned flags, const llmr_text_span *plain, size_t n_plain,
+                                       llmr_ids *out, llmr_strbuf *err);
+
 enum { LLMR_DECODE_SKIP_SPECIAL = 1 };
 
 /* Decodes ids into text appended to out.  Ids that are not in the vocabulary are
@@ -67,6 +78,10 @@ int64_t llmr_tokenizer_token_to_id(const llmr_tokenizer *tok, const char *token,
 /* The token string of an id, or NULL (then *len is 0). */
 const char *llmr_tokenizer_id_to_token(const llmr_tokenizer *tok, uint32_t id, size_t *len);
 bool llmr_tokenizer_is_special(const llmr_tokenizer *tok, uint32_t id);
+/* The added tokens marked special, in tokenizer.json's order: how many, and the text
+ * of the i-th (NULL past the end). */
+size_t llmr_tokenizer_special_count(const llmr_tokenizer *tok);
+const char *llmr_tokenizer_special_text(const llmr_tokenizer *tok, size_t i, size_t *len);
 /* Whether decoding goes through a ByteFallback step (decoder.h), which shows a whole
  * run of byte tokens as U+FFFD while the run's end is not UTF-8. */
 bool llmr_tokenizer_decodes_byte_fallback(const llmr_tokenizer *tok);

@@ -210,6 +210,33 @@ TEST(null_means_not_given_and_unknown_fields_are_ignored)
     llmr_oai_request_free(&r);
 }
 
+/* llmr_prompt_text: the request-text ranges of a router's llmr_prompt, in order, apart
+ * and within it; read only with llmr_prompt. */
+TEST(rendered_prompt_text_ranges)
+{
+    llmr_oai_request r;
+    if (PARSE_OK(CHAT, CHAT_BODY(",\"llmr_prompt\":\"abcdefgh\",\"llmr_prompt_text\":[[1,2],[3,1],[6,2]]"), &r)) {
+        CHECK_EQ_INT(r.prompt_text.n, 2); /* [1,2] and [3,1] touch: one range */
+        CHECK(r.prompt_text.n == 2 && r.prompt_text.v[0].off == 1 && r.prompt_text.v[0].len == 3 &&
+              r.prompt_text.v[1].off == 6 && r.prompt_text.v[1].len == 2);
+        llmr_oai_request_free(&r);
+    }
+    if (PARSE_OK(CHAT, CHAT_BODY(",\"llmr_prompt_text\":[[1,2]]"), &r)) {
+        CHECK_EQ_INT(r.prompt_text.n, 0);
+        llmr_oai_request_free(&r);
+    }
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"llmr_prompt\":\"abc\",\"llmr_prompt_text\":[[2,2]]"), "invalid_value",
+               "llmr_prompt_text", "within");
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"llmr_prompt\":\"abcdef\",\"llmr_prompt_text\":[[4,1],[1,1]]"), "invalid_value",
+               "llmr_prompt_text", "in order");
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"llmr_prompt\":\"abc\",\"llmr_prompt_text\":[[0,0]]"), "invalid_type",
+               "llmr_prompt_text", "[offset, length]");
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"llmr_prompt\":\"abc\",\"llmr_prompt_text\":[[0,1,2]]"), "invalid_type",
+               "llmr_prompt_text", "[offset, length]");
+    EXPECT_ERR(CHAT, CHAT_BODY(",\"llmr_prompt\":\"abc\",\"llmr_prompt_text\":{}"), "invalid_type",
+               "llmr_prompt_text", "[offset, length]");
+}
+
 TEST(chat_max_tokens_alone_and_integer_numbers)
 {
     llmr_oai_request r;
@@ -1098,6 +1125,7 @@ int main(void)
     RUN(chat_request_with_every_field_is_read);
     RUN(chat_request_defaults);
     RUN(null_means_not_given_and_unknown_fields_are_ignored);
+    RUN(rendered_prompt_text_ranges);
     RUN(chat_max_tokens_alone_and_integer_numbers);
     RUN(chat_reasoning_effort_reaches_the_template);
     RUN(chat_content_may_hold_nul_but_names_may_not);

@@ -1,7 +1,8 @@
 /* Tests of a model's chat format (template/chat_format.h): which template wins
  * (registration, chat_template.jinja, chat_template.json, tokenizer_config.json as a
  * string or a named list, the default), the special tokens taken from
- * tokenizer_config.json, files that are not what they should be (each error names the
+ * tokenizer_config.json (and the texts of its special added tokens), files that are
+ * not what they should be (each error names the
  * file), the JSON form kept in the router's store, and the render's context. */
 #include <jansson.h>
 #include <string.h>
@@ -99,6 +100,40 @@ TEST(special_tokens_come_from_tokenizer_config)
     CHECK_EQ_STR(json_string_value(json_object_get(f.special, "eos_token")), "</s>");
     CHECK_EQ_STR(json_string_value(json_object_get(f.special, "pad_token")), "<pad>");
     CHECK(json_object_get(f.special, "unk_token") == NULL); /* absent: not defined */
+    llmr_chat_format_free(&f);
+    llmr_strbuf_free(&err);
+}
+
+/* The texts request strings may not form (template/chat_text.h): added_tokens_decoder's
+ * special entries, kept through the JSON form; none when the file lists no decoder. */
+TEST(special_token_texts_come_from_added_tokens_decoder)
+{
+    static const char cfg[] = "{\"added_tokens_decoder\": {\"7\": {\"content\": \"<|end|>\", \"special\": true},"
+                              " \"8\": {\"content\": \"<think>\", \"special\": false},"
+                              " \"9\": {\"content\": \"<|start|>\", \"special\": true}}}";
+    llmr_chat_format f, back;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_chat_files files = {.tokenizer_config = cfg, .tokenizer_config_len = sizeof cfg - 1};
+    CHECK_EQ_INT(choose(&files, &f, &err), LLMR_OK);
+    json_t *want = json_pack("[s, s]", "<|end|>", "<|start|>");
+    CHECK(json_equal(f.special_tokens, want));
+    json_t *j = llmr_chat_format_to_json(&f);
+    CHECK(llmr_chat_format_from_json(j, &back));
+    CHECK(json_equal(back.special_tokens, want));
+    llmr_chat_format_free(&back);
+    json_object_set_new(j, "special_tokens", json_pack("[i]", 1));
+    CHECK(!llmr_chat_format_from_json(j, &back));
+    json_decref(j);
+    json_decref(want);
+    llmr_chat_format_free(&f);
+
+    files.tokenizer_config = TCFG;
+    files.tokenizer_config_len = sizeof TCFG - 1;
+    CHECK_EQ_INT(choose(&files, &f, &err), LLMR_OK);
+    CHECK(f.special_tokens == NULL);
+    j = llmr_chat_format_to_json(&f);
+    CHECK(json_object_get(j, "special_tokens") == NULL);
+    json_decref(j);
     llmr_chat_format_free(&f);
     llmr_strbuf_free(&err);
 }
@@ -206,6 +241,7 @@ int main(void)
     RUN(the_first_template_found_wins);
     RUN(a_named_list_gives_its_default_and_no_default_falls_through);
     RUN(special_tokens_come_from_tokenizer_config);
+    RUN(special_token_texts_come_from_added_tokens_decoder);
     RUN(bad_files_are_named);
     RUN(the_json_form_round_trips_and_refuses_other_shapes);
     RUN(the_render_sees_tokens_kwargs_messages_and_the_generation_prompt);

@@ -32,7 +32,7 @@ static void pieces(const llmr_pretokenizer *p, const char *text, size_t len, llm
     llmr_strbuf_append(&arena, text, len);
     llmr_pieces a = {NULL, 0, 0, &arena, false}, b = {NULL, 0, 0, &arena, false};
     if (len)
-        llmr_pieces_push(&a, (llmr_piece){0, len, -1, true});
+        llmr_pieces_push(&a, (llmr_piece){0, len, -1, true, false});
     llmr_strbuf_reset(out);
     if (!llmr_pretokenizer_apply(p, &a, &b, &err))
         llmr_strbuf_printf(out, "error: %s", llmr_strbuf_cstr(&err));

@@ -146,7 +146,7 @@ static const char *pieces_from(const char *spec, const char *text, bool first)
     size_t len = strlen(text);
     llmr_strbuf_append(&arena, text, len);
     llmr_pieces pieces = {NULL, 0, 0, &arena, false}, scratch = {NULL, 0, 0, &arena, false};
-    llmr_pieces_push(&pieces, (llmr_piece){0, len, -1, first});
+    llmr_pieces_push(&pieces, (llmr_piece){0, len, -1, first, false});
     if (!llmr_pretokenizer_apply(p, &pieces, &scratch, &err)) {
         llmr_strbuf_printf(&sb, "apply error: %s", llmr_strbuf_cstr(&err));
     } else {
