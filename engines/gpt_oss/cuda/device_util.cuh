@@ -196,9 +196,10 @@ static __device__ __forceinline__ __half2 e4m3x2_to_half2(uint16_t two)
  * from 113 on, subnormal below). */
 static __device__ __forceinline__ uint32_t e8m0_half2(uint32_t s)
 {
-    int e = (int)s - 112;
-    uint32_t bits = e > 0 ? (uint32_t)e << 10 : 0x200u >> min(-e, 31);
-    return bits | bits << 16;
+    /* the fp32 2^(s-127) is s in the exponent field; its conversion to fp16 is exact in
+     * that range (subnormals included): two instructions */
+    __half2 h = __float2half2_rn(__uint_as_float(s << 23));
+    return *reinterpret_cast<uint32_t *>(&h);
 }
 
 static __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b)

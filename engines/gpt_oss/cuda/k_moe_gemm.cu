@@ -97,6 +97,9 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
         cp_async_commit();
     }
     const uint32_t r0 = warp * 16 + g, r1 = r0 + 8; /* this lane's weight rows */
+    /* n8 tiles of tokens that hold any (an expert of a few rows leaves the last empty:
+     * their loads and products are skipped, a branch the whole block takes alike) */
+    const uint32_t live = (rows - m0 + 7) / 8;
     for (uint32_t kt = 0; kt < KT; kt++) {
         cp_async_wait<ST - 2>();
         __syncthreads(); /* the step is in, and the stage refilled below is used up */
@@ -124,6 +127,8 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
             const uint32_t a1[4] = {ha[2], hb[2], ha[3], hb[3]};
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
+                if (nt > 0 && (uint32_t)nt >= live)
+                    break;
                 /* token nt*8+g's values 8t..8t+7 of this group, paired as A's */
                 uint4 x = *reinterpret_cast<const uint4 *>(xs + (nt * 8 + g) * MG_LDX + gi * 32 + 8 * t);
                 mma_f16(acc[nt], a0, prmt(x.x, x.z, 0x5410u), prmt(x.x, x.z, 0x7632u));
