@@ -29,6 +29,7 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     o.port = llmr_config_port(cfg);
     o.data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
     o.admin_key = getenv("LLMR_ADMIN_KEY");
+    o.cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-auth")) {
             o.no_auth = true;

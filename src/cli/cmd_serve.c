@@ -169,6 +169,7 @@ static int serve(const llmr_config *config, bool no_auth)
     ro.data_dir = data_dir;
     ro.no_auth = no_auth;
     ro.admin_key = getenv("LLMR_ADMIN_KEY");
+    ro.cors_origins = llmr_config_get(config, LLMR_CONFIG_CORS_ORIGINS); /* the node's too (node_cfg) */
     ro.heartbeat_s = 1;
     llmr_router *r = NULL;
     llmr_node *node = NULL;
