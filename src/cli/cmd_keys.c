@@ -251,7 +251,8 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     if (bad)
         return LLMR_EXIT_USAGE;
     if (strcmp(sub, "list") && (!arg || !*arg)) {
-        llmr_cli_error(CMD, "%s needs %s; see llmr keys --help", sub, !strcmp(sub, "create") ? "a NAME" : "an ID or NAME");
+        llmr_cli_error(CMD, "%s needs %s; see llmr keys --help", sub,
+                       !strcmp(sub, "create") ? "a NAME" : "an ID or NAME");
         return LLMR_EXIT_USAGE;
     }
     if (scopes && !*scopes) {

@@ -1,11 +1,11 @@
 /* The node's HTTP API: see node_http.h.  Routing (CORS first: http/http_cors.h), the
- * OpenAI endpoints on the engine host, /v1/models[/ID], /health and /metrics.  A generation is a `gen`: the handler builds
- * it and submits it; the engine host's events fill it (a whole response) or stream it
- * out as Server-Sent Events.  A chat of a harmony model (node_prompt.h) goes through
- * node_harmony.h: reasoning, answer and tool calls apart, as OpenAI's fields.
- * POST /v1/responses is the same generation as the chat its request amounts to
- * (openai_responses.h): its chat deltas become the Responses output items and typed
- * stream events. */
+ * OpenAI endpoints on the engine host, /v1/models[/ID], /health and /metrics.  A
+ * generation is a `gen`: the handler builds it and submits it; the engine host's
+ * events fill it (a whole response) or stream it out as Server-Sent Events.  A chat of
+ * a harmony model (node_prompt.h) goes through node_harmony.h: reasoning, answer and
+ * tool calls apart, as OpenAI's fields.  POST /v1/responses is the same generation as
+ * the chat its request amounts to (openai_responses.h): its chat deltas become the
+ * Responses output items and typed stream events. */
 #include "node/node_http.h"
 
 #include <pthread.h>

@@ -1,7 +1,8 @@
 /* The router service: see router.h.  Options, the store, CORS (before anything else:
- * a browser's preflight carries no key), authentication, and the split of requests between the dashboard's files (before
- * authentication: they hold no secret; router_dashboard.c), /v0 (router_admin.c) and
- * /v1 (router_proxy.c). */
+ * a browser's preflight carries no key), authentication, and the split of requests
+ * between the dashboard's files (before authentication: they hold no secret;
+ * router_dashboard.c), /v0 (router_admin.c) and /v1 (router_proxy.c).  The admin key
+ * at start is router_bootstrap.c's. */
 #include "router/router_internal.h"
 
 #include <arpa/inet.h>

@@ -73,6 +73,14 @@ base=http://127.0.0.1:$rport
 [[ $(curl -s -o "$tmp/body" -w '%{http_code}' -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
   --data-binary "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}" "$base/v0/models") == 201 ]] ||
   fail "register loop: $(cat "$tmp/body")"
+# a model no engine runs: registered, never ready
+cp -r "$tmp/src/loop" "$tmp/src/odd"
+sed -i 's/llmr_loopback/mystery_arch/; s/LlmrLoopback/Mystery/' "$tmp/src/odd/config.json"
+[[ $(curl -s -o "$tmp/body" -w '%{http_code}' -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+  --data-binary "{\"path\": \"$tmp/src/odd\", \"format\": \"safetensors\"}" "$base/v0/models") == 201 ]] ||
+  fail "register odd: $(cat "$tmp/body")"
+[[ $(call GET "$base/v1/models/loop" "$admin") == 404 ]] || fail "a model no node has ready yet: 404"
+has "$(cat "$tmp/body")" "registered but no node has it ready" "the 404 says the model is registered but not ready"
 LLMR_DATA_DIR="$tmp/node" LLMR_PORT=0 LLMR_ADMIN_KEY= "$LLMR" node --router "$base" --node-key "$admin" \
   --allow-cpu --heartbeat 0.3 --cors-origins '*' >"$tmp/node.log" 2>&1 &
 pids+=($!)
@@ -85,6 +93,16 @@ for _ in $(seq 300); do
 done
 [[ -n $ready ]] || { fail "loop never became ready: $(cat "$tmp/body") $(tail -5 "$tmp/node.log")"; finish_checks cors; }
 node=http://127.0.0.1:$(cat "$tmp/node/run/http.port")
+for _ in $(seq 300); do # the node has taken odd up, and cannot run it
+  call GET "$node/v1/models" "" >/dev/null
+  python3 -c 'import json,sys; sys.exit(0 if any(m["id"] == "odd" for m in json.load(open(sys.argv[1]))["not_ready"]) else 1)' \
+    "$tmp/body" 2>/dev/null && break
+  sleep 0.1
+done
+[[ $(call GET "$node/v1/models/odd" "") == 404 ]] || fail "the node: a model it cannot run: 404"
+[[ $(json 'd["error"]["code"]') == model_not_found ]] || fail "the node: odd: model_not_found"
+has "$(cat "$tmp/body")" "on this node but not ready" "the node's 404 says the model is there but not ready"
+has "$(cat "$tmp/body")" "mystery_arch" "the node's 404 gives the reason"
 
 # preflights on the router
 [[ $(call OPTIONS "$base/v1/chat/completions" "" "Origin: $app" "Access-Control-Request-Method: POST" \
