@@ -19,7 +19,8 @@ static void help(FILE *out)
                  "  --router URL    the router (default $LLMR_ROUTER, else\n"
                  "                  http://127.0.0.1:PORT with the configured port)\n"
                  "  --api-key KEY   a node or admin key (default $LLMR_API_KEY, else\n"
-                 "                  $LLMR_ADMIN_KEY)\n");
+                 "                  $LLMR_ADMIN_KEY, else for a router on this machine the\n"
+                 "                  key file DATA_DIR/admin.key that the router wrote)\n");
 }
 
 typedef struct row {

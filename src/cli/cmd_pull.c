@@ -42,7 +42,8 @@ static void help(FILE *out)
             "  --router URL             the router (default $LLMR_ROUTER, else\n"
             "                           http://127.0.0.1:PORT with the configured port)\n"
             "  --api-key KEY            an admin key (default $LLMR_API_KEY, else\n"
-            "                           $LLMR_ADMIN_KEY)\n\n"
+            "                           $LLMR_ADMIN_KEY, else for a router on this machine\n"
+            "                           the key file DATA_DIR/admin.key)\n\n"
             "Exit status: 0 ready on a node (or registered, with --no-wait); 1 refused,\n"
             "failed on every node, or timed out; 2 a wrong command line.\n");
 }

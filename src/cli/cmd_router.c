@@ -10,12 +10,16 @@
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr router [--no-auth] [--artifact-allowlist ORGS]\n\n"
+            "usage: llmr router [--no-auth] [--artifact-allowlist ORGS] [--cors-origins LIST]\n\n"
             "Runs the router on --host and --port: the OpenAI API (/v1) in front of the nodes\n"
             "that register with it, model registration and manifests, node registration and\n"
             "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
-            "creates an admin key, printed once (LLMR_ADMIN_KEY sets it instead).\n\n"
+            "creates an admin key, prints it and keeps it in DATA_DIR/admin.key (mode 0600),\n"
+            "where local commands (llmr list, llmr keys, llmr pull) find it.  LLMR_ADMIN_KEY\n"
+            "sets the admin key instead, and set on a later start replaces the earlier one.\n\n"
             "  --no-auth                 no keys checked (only on a loopback address)\n"
+            "  --cors-origins LIST       origins a browser app may call from, comma-separated,\n"
+            "                            or * (or LLMR_CORS_ORIGINS); default: no CORS\n"
             "  --artifact-allowlist ORGS the publishers whose GPU artifacts become optional\n"
             "                            manifest entries (default openai/*,nvidia/*)\n"
             "SIGINT or SIGTERM stops it.\n");
@@ -29,6 +33,7 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     o.port = llmr_config_port(cfg);
     o.data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
     o.admin_key = getenv("LLMR_ADMIN_KEY");
+    o.cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-auth")) {
             o.no_auth = true;

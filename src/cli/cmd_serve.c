@@ -27,17 +27,22 @@ extern char **environ;
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr serve [--host H] [--port P] [--data-dir DIR] [--no-auth] [--check]\n\n"
+            "usage: llmr serve [--host H] [--port P] [--data-dir DIR] [--no-auth]\n"
+            "                  [--cors-origins LIST] [--check]\n\n"
             "Runs the router on --host and --port (the OpenAI API at /v1, docs/router.md)\n"
             "and a node in the same process that registers with it (docs/node.md).  The\n"
             "router keeps its store in DATA_DIR/router.db, the node its models in\n"
-            "DATA_DIR/node/models.  On first start the admin key is printed once\n"
-            "(LLMR_ADMIN_KEY sets it instead).  The local node is accepted without a GPU.\n\n"
+            "DATA_DIR/node/models.  On first start the admin key is printed and kept in\n"
+            "DATA_DIR/admin.key (mode 0600), where `llmr list`, `llmr keys` and `llmr pull`\n"
+            "on this machine find it; LLMR_ADMIN_KEY sets it instead (and replaces it when\n"
+            "set later).  The local node is accepted without a GPU.\n\n"
             "With no model registered, serve writes the tiny synthetic gpt-oss model (random\n"
             "weights: its answers are noise) to DATA_DIR/demo and registers it as\n"
             DEMO_NAME ", so that a fresh machine serves a chat end to end.  Register real\n"
             "models with `llmr pull REPO|DIR` (or POST /v0/models); `llmr list` shows them.\n\n"
             "  --no-auth   no keys checked (only on a loopback address)\n"
+            "  --cors-origins LIST  origins a browser app may call the router and the node\n"
+            "              from, comma-separated, or * (or LLMR_CORS_ORIGINS); default: none\n"
             "  LLMR_ENGINE_OPTIONS  a JSON object of load options for every model the node\n"
             "              loads, as for `llmr node --engine-options`\n"
             "  --check     report the models under DATA_DIR/models and exit\n"
@@ -169,6 +174,7 @@ static int serve(const llmr_config *config, bool no_auth)
     ro.data_dir = data_dir;
     ro.no_auth = no_auth;
     ro.admin_key = getenv("LLMR_ADMIN_KEY");
+    ro.cors_origins = llmr_config_get(config, LLMR_CONFIG_CORS_ORIGINS); /* the node's too (node_cfg) */
     ro.heartbeat_s = 1;
     llmr_router *r = NULL;
     llmr_node *node = NULL;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "router/router.h"
 
 void llmr_router_client_init(llmr_router_client *c, const char *cmd)
 {
@@ -18,13 +19,49 @@ void llmr_router_client_init(llmr_router_client *c, const char *cmd)
 bool llmr_router_client_option(llmr_router_client *c, int argc, char **argv, int *i, bool *bad)
 {
     return llmr_cli_option(argc, argv, i, "--router", &c->flag_url, bad) ||
-           llmr_cli_option(argc, argv, i, "--api-key", &c->flag_key, bad);
+           llmr_cli_option(argc, argv, i, "--api-key", &c->flag_key, bad) ||
+           llmr_cli_option(argc, argv, i, "--key", &c->flag_key, bad);
 }
 
 static const char *nonempty_env(const char *name)
 {
     const char *v = getenv(name);
     return v && *v ? v : NULL;
+}
+
+/* Whether the URL's host is this machine: 127.x.y.z, localhost or [::1]. */
+static bool url_is_loopback(const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    size_t n = strcspn(h, ":/?#");
+    if (*h == '[')
+        return !strncmp(h, "[::1]", 5);
+    return (n == 9 && !strncmp(h, "localhost", 9)) || !strncmp(h, "127.", 4);
+}
+
+/* The admin key in the data directory's key file, for a router on this machine. */
+static void key_from_file(llmr_router_client *c, const llmr_config *cfg)
+{
+    const char *data_dir = llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR);
+    char *path = llmr_router_key_file_path(data_dir), *key = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (path)
+        snprintf(c->key_file, sizeof c->key_file, "%s", path);
+    llmr_status st = path ? llmr_router_read_key_file(data_dir, &key, &err) : LLMR_OOM_RAM;
+    if (st == LLMR_OK && strlen(key) < sizeof c->file_key) {
+        memcpy(c->file_key, key, strlen(key) + 1);
+        c->key = c->file_key;
+        c->key_from = c->key_file;
+    } else if (st != LLMR_OK && st != LLMR_NOT_FOUND) {
+        llmr_cli_error(c->cmd, "%s (going on without a key)", llmr_strbuf_cstr(&err));
+    }
+    if (key) {
+        memset(key, 0, strlen(key));
+        free(key);
+    }
+    llmr_strbuf_free(&err);
+    free(path);
 }
 
 bool llmr_router_client_finish(llmr_router_client *c, const llmr_config *cfg)
@@ -51,6 +88,8 @@ bool llmr_router_client_finish(llmr_router_client *c, const llmr_config *cfg)
         c->key = nonempty_env(key_env[i]);
         c->key_from = key_env[i];
     }
+    if (!c->key && url_is_loopback(c->url))
+        key_from_file(c, cfg);
     return true;
 too_long:
     llmr_cli_error(c->cmd, "%s is longer than %zu bytes", from, sizeof c->url - 1);
@@ -171,8 +210,9 @@ void llmr_router_print_refusal(const llmr_router_client *c, const llmr_router_an
         llmr_cli_error(c->cmd,
                        "the router at %s wants a key (401): %s needs %s.\n  Pass --api-key KEY or set "
                        "LLMR_API_KEY (the admin key `llmr serve` or `llmr router` printed\n  on first start, "
-                       "or LLMR_ADMIN_KEY's value there).",
-                       c->url, what, needed);
+                       "kept in DATA_DIR/%s on its machine%s%s%s).",
+                       c->url, what, needed, LLMR_ROUTER_KEY_FILE, c->key_file[0] ? "; there is no " : "",
+                       c->key_file, c->key_file[0] ? " here" : "");
     } else if (a->status == 401) {
         llmr_cli_error(c->cmd,
                        "the router at %s refused the key from %s (401: unknown or revoked); %s needs %s",

@@ -4,9 +4,11 @@
  * key, and a model's per-node states in words.
  *
  * The router is --router URL, else $LLMR_ROUTER, else http://127.0.0.1:PORT with the
- * configured port.  The key is --api-key KEY, else $LLMR_API_KEY, else
- * $LLMR_ADMIN_KEY, else none.  A client borrows its strings from argv and the
- * environment; it owns nothing. */
+ * configured port.  The key is --api-key KEY (or --key), else $LLMR_API_KEY, else
+ * $LLMR_ADMIN_KEY, else, for a router on this machine (a loopback address), the admin
+ * key in the key file of the configured data directory (DATA_DIR/admin.key, which
+ * `llmr serve` and `llmr router` write), else none.  A client borrows its strings from
+ * argv and the environment, and keeps the key file's key in itself: nothing to free. */
 #ifndef LLMR_CLI_ROUTER_CLIENT_H
 #define LLMR_CLI_ROUTER_CLIENT_H
 
@@ -24,6 +26,8 @@ typedef struct llmr_router_client {
     char url[512];        /* the base URL, no trailing slash (after finish) */
     const char *key;      /* NULL: no key is sent */
     const char *key_from; /* where the key came from, for messages */
+    char file_key[320];   /* the key file's key, when key points here */
+    char key_file[512];   /* the key file looked for ("" when none was) */
 } llmr_router_client;
 
 void llmr_router_client_init(llmr_router_client *c, const char *cmd);

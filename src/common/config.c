@@ -92,6 +92,7 @@ static const validator validators[LLMR_CONFIG_KEY_COUNT] = {
     [LLMR_CONFIG_CANCEL_GRACE] = valid_seconds,
     [LLMR_CONFIG_MEMORY_THRESHOLD] = valid_fraction,
     [LLMR_CONFIG_VRAM_BUDGETS] = valid_budgets,
+    [LLMR_CONFIG_CORS_ORIGINS] = valid_any, /* the servers check it at start (http/http_cors.h) */
 };
 
 static const setting settings[LLMR_CONFIG_KEY_COUNT] = {

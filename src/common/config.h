@@ -32,7 +32,10 @@
       "loads that would cross it are refused")                                           \
     X(VRAM_BUDGETS, vram_budgets, "",                                                    \
       "GPU memory per engine plugin when several share a GPU: PLUGIN-ID=SIZE,... "        \
-      "(e.g. gpt-oss-cuda=60GiB)")
+      "(e.g. gpt-oss-cuda=60GiB)")                                                       \
+    X(CORS_ORIGINS, cors_origins, "",                                                    \
+      "origins a browser app may call the HTTP API from, comma-separated "                \
+      "(https://app.example.com,http://localhost:3000), or * for any; empty: no CORS")
 
 typedef enum llmr_config_key {
 #define LLMR_CONFIG_ENUM(key, name, def, desc) LLMR_CONFIG_##key,

@@ -165,6 +165,12 @@ bool llmr_pwrite_all(int fd, const void *buf, size_t n, uint64_t offset)
 llmr_status llmr_write_file_atomic(const char *path, const void *data, size_t len,
                                    llmr_strbuf *err)
 {
+    return llmr_write_file_atomic_mode(path, data, len, 0644, err);
+}
+
+llmr_status llmr_write_file_atomic_mode(const char *path, const void *data, size_t len, unsigned mode,
+                                        llmr_strbuf *err)
+{
     llmr_strbuf tmp = LLMR_STRBUF_INIT;
     llmr_strbuf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
     if (llmr_strbuf_failed(&tmp)) {
@@ -172,7 +178,16 @@ llmr_status llmr_write_file_atomic(const char *path, const void *data, size_t le
         return LLMR_OOM_RAM;
     }
     llmr_status status = LLMR_OK;
-    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    struct stat tst;
+    /* a stale temporary file of the same name may have more bits than mode (the umask
+     * may take some away: that stays) */
+    if (fd >= 0 && (fstat(fd, &tst) != 0 || (((tst.st_mode & 07777) & ~(mode_t)mode) != 0 &&
+                                             fchmod(fd, (mode_t)mode & tst.st_mode & 07777) != 0))) {
+        llmr_strbuf_printf(err, "cannot set the mode of %s: %s", tmp.data, strerror(errno));
+        status = LLMR_IO;
+        goto remove_tmp;
+    }
     if (fd < 0) {
         llmr_strbuf_printf(err, "cannot create %s: %s", tmp.data, strerror(errno));
         status = LLMR_IO;

@@ -37,6 +37,9 @@ bool llmr_pwrite_all(int fd, const void *buf, size_t n, uint64_t offset);
  * so readers see the old file or the new one, never a part. */
 llmr_status llmr_write_file_atomic(const char *path, const void *data, size_t len,
                                    llmr_strbuf *err);
+/* The same with the file's mode (0600 for a secret: the file never has another). */
+llmr_status llmr_write_file_atomic_mode(const char *path, const void *data, size_t len, unsigned mode,
+                                        llmr_strbuf *err);
 
 /* Copies from_dir/name to to_dir/name (through llmr_write_file_atomic; files up to
  * 1 GiB).  err says which file and why. */

@@ -1,11 +1,11 @@
-/* The node's HTTP API: see node_http.h.  Routing, the OpenAI endpoints on the engine
- * host, /v1/models, /health and /metrics.  A generation is a `gen`: the handler builds
- * it and submits it; the engine host's events fill it (a whole response) or stream it
- * out as Server-Sent Events.  A chat of a harmony model (node_prompt.h) goes through
- * node_harmony.h: reasoning, answer and tool calls apart, as OpenAI's fields.
- * POST /v1/responses is the same generation as the chat its request amounts to
- * (openai_responses.h): its chat deltas become the Responses output items and typed
- * stream events. */
+/* The node's HTTP API: see node_http.h.  Routing (CORS first: http/http_cors.h), the
+ * OpenAI endpoints on the engine host, /v1/models[/ID], /health and /metrics.  A
+ * generation is a `gen`: the handler builds it and submits it; the engine host's
+ * events fill it (a whole response) or stream it out as Server-Sent Events.  A chat of
+ * a harmony model (node_prompt.h) goes through node_harmony.h: reasoning, answer and
+ * tool calls apart, as OpenAI's fields.  POST /v1/responses is the same generation as
+ * the chat its request amounts to (openai_responses.h): its chat deltas become the
+ * Responses output items and typed stream events. */
 #include "node/node_http.h"
 
 #include <pthread.h>
@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "http/http_cors.h"
 #include "node/node_harmony.h"
 #include "node/node_metrics.h"
 #include "node/node_prompt.h"
@@ -28,6 +29,7 @@ typedef struct gen gen;
 
 struct llmr_node_http {
     llmr_http_server *srv;
+    llmr_http_cors *cors;     /* NULL: no CORS */
     pthread_mutex_t lock;     /* active, stopping */
     gen *active;              /* generations under way (cancelled at stop) */
     bool stopping;
@@ -142,6 +144,32 @@ static void handle_models(llmr_node_http *n, llmr_http_reply *reply)
     reply_json(n, reply, LLMR_EP_MODELS, 200, llmr_oai_models_list(e, count));
     free(e);
     json_decref(status);
+}
+
+/* GET /v1/models/{id}: a model ready here, as OpenAI answers it; else 404
+ * model_not_found (one this node has but cannot serve now says why). */
+static void handle_model(llmr_node_http *n, const char *id, llmr_http_reply *reply)
+{
+    json_t *m = find_model(n, id);
+    llmr_oai_error e;
+    memset(&e, 0, sizeof e);
+    if (!m) {
+        llmr_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", NULL,
+                           "The model '%.200s' does not exist on this node (GET /v1/models lists them).", id);
+        reply_error(n, reply, LLMR_EP_MODELS, &e);
+    } else if (!model_ready(m)) {
+        const char *why = json_string_value(json_object_get(m, "reason"));
+        if (!why)
+            why = json_string_value(json_object_get(m, "state"));
+        llmr_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", NULL,
+                           "The model '%.200s' is on this node but not ready: %.300s.", id, why ? why : "unknown");
+        reply_error(n, reply, LLMR_EP_MODELS, &e);
+    } else {
+        llmr_oai_model_entry entry = {json_string_value(json_object_get(m, "name")), n->started, n->node_name, true,
+                                      NULL};
+        reply_json(n, reply, LLMR_EP_MODELS, 200, llmr_oai_model_json(&entry));
+    }
+    json_decref(m);
 }
 
 static void handle_health(llmr_node_http *n, llmr_http_reply *reply)
@@ -903,13 +931,31 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
                   {"/metrics", "GET", LLMR_EP_METRICS, true}};
     llmr_oai_error e;
     memset(&e, 0, sizeof e);
+    if (llmr_http_cors_handle(n->cors, req, reply))
+        return; /* a browser's preflight: answered before any key is asked for */
+    if (!strncmp(req->path, "/v1/models/", 11) && req->path[11]) { /* the id may hold '/' */
+        if (strcmp(req->method, "GET") != 0) {
+            llmr_http_reply_header(reply, "Allow", "GET");
+            llmr_oai_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL,
+                               "%s takes GET, not %s.", req->path, req->method);
+            reply_error(n, reply, LLMR_EP_MODELS, &e);
+        } else if (!authorized(n, req)) {
+            llmr_oai_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
+                               "Missing or wrong API key: send \"Authorization: Bearer KEY\" with this "
+                               "node's key.");
+            reply_error(n, reply, LLMR_EP_MODELS, &e);
+        } else {
+            handle_model(n, req->path + 11, reply);
+        }
+        return;
+    }
     size_t i = 0, count = sizeof routes / sizeof routes[0];
     while (i < count && strcmp(routes[i].path, req->path) != 0)
         i++;
     if (i == count) {
         llmr_oai_error_set(&e, 404, "invalid_request_error", "unknown_url", NULL,
                            "Unknown request URL: %s %s. This node serves /v1/chat/completions, "
-                           "/v1/completions, /v1/responses, /v1/models, /health and /metrics.",
+                           "/v1/completions, /v1/responses, /v1/models[/ID], /health and /metrics.",
                            req->method, req->path);
         reply_error(n, reply, LLMR_EP_OTHER, &e);
         return;
@@ -956,6 +1002,14 @@ llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_ho
         llmr_strbuf_puts(err, "out of memory");
         return LLMR_OOM_RAM;
     }
+    llmr_status st = llmr_http_cors_new(o->cors_origins, &n->cors, err);
+    if (st != LLMR_OK) {
+        llmr_node_prompts_free(n->prompts);
+        free(n->api_key);
+        free(n->node_name);
+        free(n);
+        return st;
+    }
     n->host = host;
     n->started = (int64_t)time(NULL);
     pthread_mutex_init(&n->lock, NULL);
@@ -971,8 +1025,9 @@ llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_ho
     so.max_connections = 1024;
     so.handler = handle;
     so.user = n;
-    llmr_status st = llmr_http_server_start(&so, &n->srv, err);
+    st = llmr_http_server_start(&so, &n->srv, err);
     if (st != LLMR_OK) {
+        llmr_http_cors_free(n->cors);
         llmr_node_metrics_destroy(&n->metrics);
         pthread_mutex_destroy(&n->lock);
         llmr_node_prompts_free(n->prompts);
@@ -1020,6 +1075,7 @@ void llmr_node_http_stop(llmr_node_http *n)
         llmr_engine_host_cancel(n->host, ids[i]);
     free(ids);
     llmr_http_server_stop(n->srv);
+    llmr_http_cors_free(n->cors);
     llmr_node_metrics_destroy(&n->metrics);
     llmr_node_prompts_free(n->prompts);
     pthread_mutex_destroy(&n->lock);

@@ -1,5 +1,6 @@
 /* The node's HTTP API (OpenAI-compatible): POST /v1/chat/completions and
- * /v1/completions (plain and streamed), GET /v1/models, /health and /metrics, on the
+ * /v1/completions (plain and streamed), GET /v1/models and /v1/models/{id}, /health and
+ * /metrics, with CORS for the origins given (http/http_cors.h), on the
  * engine host.  Chat requests are rendered with the model's chat template and
  * tokenized with its tokenizer.json here; a request from the router may instead carry
  * the final prompt (see docs/node.md). */
@@ -18,6 +19,7 @@ typedef struct llmr_node_http_options {
     size_t max_body;          /* bytes; default 8 MiB */
     const char *api_key;      /* when set, requests need "Authorization: Bearer KEY" */
     const char *node_name;    /* owned_by in /v1/models */
+    const char *cors_origins; /* origins browsers may call from (http/http_cors.h); NULL: none */
 } llmr_node_http_options;
 
 llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_host *host,

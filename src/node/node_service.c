@@ -262,7 +262,7 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
     const char *node_name = no->node_name ? no->node_name : hostname;
     if (!no->no_http) {
         llmr_node_http_options ho = {llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_config_port(cfg), 0,
-                                     no->api_key, node_name};
+                                     no->api_key, node_name, llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS)};
         llmr_strbuf he = LLMR_STRBUF_INIT;
         st = llmr_node_http_start(&ho, n->host, &n->http, &he);
         if (st != LLMR_OK) {

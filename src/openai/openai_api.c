@@ -427,20 +427,26 @@ void llmr_oai_new_id(const char *prefix, char *out, size_t size)
 
 /* ---- models ------------------------------------------------------------------------ */
 
+json_t *llmr_oai_model_json(const llmr_oai_model_entry *m)
+{
+    json_t *e = json_object();
+    bool ok = put(e, "id", cstr_json(m->id)) && put(e, "object", json_string("model")) &&
+              put(e, "created", json_integer((json_int_t)m->created)) &&
+              put(e, "owned_by", cstr_json(m->owned_by ? m->owned_by : "llmr"));
+    return finish(e, ok);
+}
+
 json_t *llmr_oai_models_list(const llmr_oai_model_entry *models, size_t n)
 {
     json_t *data = json_array(), *not_ready = json_array();
     bool ok = data && not_ready;
     for (size_t i = 0; ok && i < n; i++) {
         const llmr_oai_model_entry *m = &models[i];
-        json_t *e = json_object();
-        bool e_ok = put(e, "id", cstr_json(m->id));
         if (m->ready) {
-            e_ok = e_ok && put(e, "object", json_string("model")) &&
-                   put(e, "created", json_integer((json_int_t)m->created)) &&
-                   put(e, "owned_by", cstr_json(m->owned_by ? m->owned_by : "llmr"));
-            ok = push(data, finish(e, e_ok));
+            ok = push(data, llmr_oai_model_json(m));
         } else {
+            json_t *e = json_object();
+            bool e_ok = put(e, "id", cstr_json(m->id));
             e_ok = e_ok && put(e, "reason", cstr_json(m->reason ? m->reason : "not ready"));
             ok = push(not_ready, finish(e, e_ok));
         }

@@ -211,5 +211,8 @@ typedef struct llmr_oai_model_entry {
     const char *reason; /* when not ready */
 } llmr_oai_model_entry;
 json_t *llmr_oai_models_list(const llmr_oai_model_entry *models, size_t n);
+/* One model as GET /v1/models/{id} answers it: {"id", "object": "model", "created",
+ * "owned_by"}. */
+json_t *llmr_oai_model_json(const llmr_oai_model_entry *model);
 
 #endif

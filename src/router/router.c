@@ -1,7 +1,8 @@
-/* The router service: see router.h.  Options, the store and the bootstrap admin key,
- * authentication, and the split of requests between the dashboard's files (before
- * authentication: they hold no secret; router_dashboard.c), /v0 (router_admin.c) and
- * /v1 (router_proxy.c). */
+/* The router service: see router.h.  Options, the store, CORS (before anything else:
+ * a browser's preflight carries no key), authentication, and the split of requests
+ * between the dashboard's files (before authentication: they hold no secret;
+ * router_dashboard.c), /v0 (router_admin.c) and /v1 (router_proxy.c).  The admin key
+ * at start is router_bootstrap.c's. */
 #include "router/router_internal.h"
 
 #include <arpa/inet.h>
@@ -86,6 +87,8 @@ static bool is_loopback(const char *host)
 static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
 {
     llmr_router *r = user;
+    if (llmr_http_cors_handle(r->cors, req, reply))
+        return; /* a browser's preflight: answered before any key is asked for */
     if (strcmp(req->path, "/health") == 0) {
         llmr_http_reply_json(reply, 200, json_pack("{s:s}", "status", "ok"));
         return;
@@ -120,28 +123,6 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
     free(c.key_id);
 }
 
-/* On first start: an admin key, LLMR_ADMIN_KEY's or a new one printed once. */
-static llmr_status bootstrap_admin(llmr_router *r, llmr_strbuf *err)
-{
-    if (llmr_store_has_admin_key(r->store))
-        return LLMR_OK;
-    char *id = NULL, *secret = NULL;
-    llmr_status st = llmr_store_key_create(r->store, "bootstrap admin", LLMR_SCOPE_ADMIN, r->o.admin_key,
-                                           &id, &secret, err);
-    if (st != LLMR_OK)
-        return st;
-    if (r->o.admin_key)
-        llmr_log_info(COMPONENT, "admin key %s created from LLMR_ADMIN_KEY", id);
-    else
-        fprintf(stderr,
-                "\n  llmr: the admin key of this router (shown once, keep it):\n\n    %s\n\n"
-                "  Use it as \"Authorization: Bearer KEY\"; create further keys with POST /v0/keys.\n\n",
-                secret);
-    free(id);
-    free(secret);
-    return LLMR_OK;
-}
-
 /* Each client connection, and each request's connection to its node, takes a file
  * descriptor: the soft limit goes up to what max_connections needs, as far as the hard
  * limit allows. */
@@ -172,6 +153,7 @@ static void free_options(llmr_router_options *o)
     free((char *)o->artifact_allowlist);
     free((char *)o->hf_endpoint);
     free((char *)o->hf_token);
+    free((char *)o->cors_origins);
 }
 
 llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, llmr_strbuf *err)
@@ -195,11 +177,14 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     r->o.artifact_allowlist = dup_or_null(o->artifact_allowlist);
     r->o.hf_endpoint = dup_or_null(o->hf_endpoint);
     r->o.hf_token = dup_or_null(o->hf_token);
+    r->o.cors_origins = dup_or_null(o->cors_origins);
     router_jobs_init(r);
     router_events_init(r);
     pthread_mutex_init(&r->queue_lock, NULL);
     pthread_cond_init(&r->queue_cond, NULL);
-    llmr_status st = llmr_mkdir_p(r->o.data_dir, err);
+    llmr_status st = llmr_http_cors_new(r->o.cors_origins, &r->cors, err);
+    if (st == LLMR_OK)
+        st = llmr_mkdir_p(r->o.data_dir, err);
     char *db = st == LLMR_OK ? llmr_path_join(r->o.data_dir, "router.db") : NULL;
     if (st == LLMR_OK && !db)
         st = LLMR_OOM_RAM;
@@ -207,7 +192,7 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         st = llmr_store_open(db, &r->store, err);
     free(db);
     if (st == LLMR_OK)
-        st = bootstrap_admin(r, err);
+        st = router_bootstrap_admin(r, err);
     if (st == LLMR_OK && !(r->nodes = llmr_node_registry_new(r->o.node_offline_ms)))
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK && !(r->templates = router_templates_new()))
@@ -253,6 +238,7 @@ void llmr_router_stop(llmr_router *r)
     llmr_node_registry_free(r->nodes);
     router_templates_free(r->templates);
     llmr_store_close(r->store);
+    llmr_http_cors_free(r->cors);
     pthread_mutex_destroy(&r->queue_lock);
     pthread_cond_destroy(&r->queue_cond);
     free_options(&r->o);

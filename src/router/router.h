@@ -2,12 +2,12 @@
  * manifests, node registration and heartbeats, API keys, the dashboard
  * (docs/router.md).
  *
- *   router.c         the service: options, the store, the bootstrap admin key, routing
- *                    and authentication
+ *   router.c         the service: options, the store, routing and authentication
+ *   router_bootstrap.c  the admin key at start: the key file, LLMR_ADMIN_KEY
  *   router_admin.c   /v0: models (register, list, show, delete, manifest, files), nodes
  *                    (register, heartbeat, list, drain, remove), keys
  *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
- *                    queue, retry before the first byte, streams) and /v1/models
+ *                    queue, retry before the first byte, streams) and /v1/models[/ID]
  *   router_jobs.c    each proxied request on a thread of its own (so that it streams)
  *   router_render.c  chat templates: chosen at registration, rendered per request
  *   router_dashboard.c  the dashboard: the browser app's files, embedded at build time
@@ -31,6 +31,8 @@ typedef struct llmr_router_options {
     const char *data_dir;          /* the store is DATA_DIR/router.db */
     bool no_auth;                  /* no keys checked: only on a loopback address */
     const char *admin_key;         /* the bootstrap admin key (LLMR_ADMIN_KEY), or NULL */
+    const char *cors_origins;      /* origins browsers may call from, comma-separated, or
+                                      "*" (http/http_cors.h); NULL: no CORS */
     const char *artifact_allowlist; /* the publishers of optional GPU artifacts (org patterns) */
     const char *hf_endpoint, *hf_token; /* NULL: the environment's */
     unsigned node_offline_ms;      /* no heartbeat this long: offline; default 15000 */
@@ -44,8 +46,9 @@ typedef struct llmr_router_options {
 
 void llmr_router_options_default(llmr_router_options *o);
 
-/* Opens the store, creates the admin key on first start (printed once on stderr, or
- * LLMR_ADMIN_KEY's), and serves. */
+/* Opens the store, settles the admin key (router_bootstrap.c: made on first start,
+ * printed on stderr and kept in the key file; LLMR_ADMIN_KEY's when set, replacing an
+ * earlier one), and serves. */
 llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, llmr_strbuf *err);
 unsigned llmr_router_port(const llmr_router *r);
 void llmr_router_stop(llmr_router *r);
@@ -59,5 +62,13 @@ size_t llmr_router_model_count(llmr_router *r);
 llmr_status llmr_router_create_key(llmr_router *r, const char *name, unsigned scopes, char **id, char **secret,
                                    llmr_strbuf *err);
 void llmr_router_revoke_key(llmr_router *r, const char *id);
+
+/* ---- the key file: DATA_DIR/admin.key, mode 0600, the admin key and a newline ---- */
+#define LLMR_ROUTER_KEY_FILE "admin.key"
+/* DATA_DIR/admin.key, malloc'd (NULL when out of memory or data_dir is NULL). */
+char *llmr_router_key_file_path(const char *data_dir);
+/* The key in data_dir's key file, malloc'd: OK, NOT_FOUND (no file: err untouched), or
+ * another status with err (unreadable, not one key on one line). */
+llmr_status llmr_router_read_key_file(const char *data_dir, char **key, llmr_strbuf *err);
 
 #endif

@@ -529,6 +529,83 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
 
 /* ---- keys ------------------------------------------------------------------------------ */
 
+/* POST /v0/keys' "scopes": an array of names (["inference", "node"]) or a comma-separated
+ * string ("inference,node").  0 and *scopes, or false after a 400 naming what is wrong. */
+static bool body_scopes(const json_t *v, unsigned *scopes, llmr_http_reply *reply)
+{
+    static const char KNOWN[] = "the scopes are inference, node and admin";
+    llmr_strbuf bad = LLMR_STRBUF_INIT;
+    unsigned bits = 0, one = 0;
+    bool ok = false;
+    size_t i;
+    const json_t *e;
+    if (json_is_string(v)) {
+        ok = llmr_scopes_parse_report(json_string_value(v), &bits, &bad);
+    } else if (json_is_array(v)) {
+        ok = json_array_size(v) > 0;
+        json_array_foreach(v, i, e)
+        {
+            const char *name = json_string_value(e);
+            if (!ok)
+                break;
+            if (!name) {
+                router_error(reply, 400, "invalid_request_error", "invalid_value",
+                             "\"scopes\"[%zu] is not a string; %s.", i, KNOWN);
+                return false;
+            }
+            if (strchr(name, ',') || !llmr_scopes_parse_report(name, &one, &bad)) {
+                if (!bad.len)
+                    llmr_strbuf_puts(&bad, name);
+                ok = false;
+            }
+            bits |= one;
+        }
+    }
+    if (!ok && (bad.len || (json_is_string(v) && *json_string_value(v)))) {
+        router_error(reply, 400, "invalid_request_error", "invalid_scope", "Unknown scope \"%.64s\": %s.",
+                     llmr_strbuf_cstr(&bad), KNOWN);
+    } else if (!ok) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value",
+                     "\"scopes\" must list one or more of inference, node and admin: an array "
+                     "([\"inference\"]) or a comma-separated string (\"inference,node\").");
+    }
+    llmr_strbuf_free(&bad);
+    *scopes = bits;
+    return ok;
+}
+
+static void create_key(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    json_t *b = body_json(req, reply);
+    if (!b)
+        return;
+    unsigned scopes = 0;
+    const json_t *jname = json_object_get(b, "name");
+    const char *name = json_string_value(jname);
+    char *id = NULL, *secret = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT, names = LLMR_STRBUF_INIT;
+    if (jname && !json_is_null(jname) && !name) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value", "\"name\" must be a string.");
+    } else if (!body_scopes(json_object_get(b, "scopes"), &scopes, reply)) {
+        /* answered */
+    } else if (llmr_store_key_create(r->store, name ? name : "", scopes, NULL, &id, &secret, &err) != LLMR_OK) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value", "%s", llmr_strbuf_cstr(&err));
+    } else {
+        llmr_scopes_format(scopes, &names);
+        llmr_log_info(COMPONENT, "key %s created (%s)", id, llmr_strbuf_cstr(&names));
+        llmr_http_reply_json(reply, 201, json_pack("{s:s, s:s, s:s, s:s}", "id", id, "secret", secret, "name",
+                                                   name ? name : "", "scopes", llmr_strbuf_cstr(&names)));
+    }
+    free(id);
+    if (secret) {
+        memset(secret, 0, strlen(secret));
+        free(secret);
+    }
+    llmr_strbuf_free(&err);
+    llmr_strbuf_free(&names);
+    json_decref(b);
+}
+
 static bool keys_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                        llmr_http_reply *reply)
 {
@@ -540,30 +617,14 @@ static bool keys_route(llmr_router *r, const router_caller *c, const llmr_http_r
     if (n == 1 && is_method(req, "GET")) {
         llmr_http_reply_json(reply, 200, json_pack("{s:o}", "keys", llmr_store_key_list(r->store)));
     } else if (n == 1 && is_method(req, "POST")) {
-        json_t *b = body_json(req, reply);
-        unsigned scopes = 0;
-        const char *name = json_string_value(json_object_get(b, "name"));
-        const char *sc = json_string_value(json_object_get(b, "scopes"));
-        char *id = NULL, *secret = NULL;
-        if (!b) {
-            /* answered */
-        } else if (!sc || !llmr_scopes_parse(sc, &scopes) || !scopes) {
-            router_error(reply, 400, "invalid_request_error", "invalid_value",
-                         "\"scopes\" must list inference, node and/or admin, comma-separated.");
-        } else if (llmr_store_key_create(r->store, name ? name : "", scopes, NULL, &id, &secret, &err) != LLMR_OK) {
-            router_error(reply, 400, "invalid_request_error", "invalid_value", "%s", llmr_strbuf_cstr(&err));
-        } else {
-            llmr_http_reply_json(reply, 201, json_pack("{s:s, s:s, s:s, s:s}", "id", id, "secret", secret, "name",
-                                                       name ? name : "", "scopes", sc));
-        }
-        free(id);
-        free(secret);
-        json_decref(b);
+        create_key(r, req, reply);
     } else if (n == 2 && is_method(req, "DELETE")) {
-        if (llmr_store_key_revoke(r->store, seg[1], &err) == LLMR_OK)
+        if (llmr_store_key_revoke(r->store, seg[1], &err) == LLMR_OK) {
+            llmr_log_info(COMPONENT, "key %s revoked", seg[1]);
             llmr_http_reply_json(reply, 200, json_pack("{s:s, s:b}", "id", seg[1], "revoked", 1));
-        else
+        } else {
             router_error(reply, 404, "not_found_error", "key_not_found", "No key %.64s.", seg[1]);
+        }
     } else {
         llmr_strbuf_free(&err);
         return false;

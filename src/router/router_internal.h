@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "http/http_cors.h"
 #include "http/http_server.h"
 #include "openai/openai_api.h"
 #include "router/model_source.h"
@@ -19,6 +20,7 @@ struct llmr_router {
     llmr_store *store;
     llmr_node_registry *nodes;
     llmr_http_server *srv;
+    llmr_http_cors *cors;        /* NULL: no CORS */
     pthread_mutex_t queue_lock;  /* the wait queue for a free node */
     pthread_cond_t queue_cond;
     unsigned waiting;
@@ -43,6 +45,8 @@ void router_error(llmr_http_reply *reply, unsigned status, const char *type, con
 /* Replies 403 unless the caller has the scope. */
 bool router_need(const router_caller *c, unsigned scope, llmr_http_reply *reply);
 uint64_t router_now_ms(void);
+/* The admin key at start (router_bootstrap.c); err says why the start cannot go on. */
+llmr_status router_bootstrap_admin(llmr_router *r, llmr_strbuf *err);
 
 /* /v0/... (router_admin.c); false when the path is not one of its routes. */
 bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,

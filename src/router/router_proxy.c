@@ -1,4 +1,5 @@
-/* The router's /v1 API: /v1/models (the models ready on at least one node) and the
+/* The router's /v1 API: /v1/models (the models ready on at least one node), GET
+ * /v1/models/{id} (one of them, as OpenAI answers it) and the
  * OpenAI endpoints proxied to a node.  A request is checked here first (the same
  * parser as the node's, so a bad one never reaches a node), a chat is rendered with
  * the model's chat template (router_render.c), then the request waits for a node:
@@ -57,6 +58,28 @@ static void v1_models(llmr_router *r, llmr_http_reply *reply)
     llmr_http_reply_json(reply, 200, llmr_oai_models_list(e, k));
     free(e);
     json_decref(all);
+}
+
+/* GET /v1/models/{id}: a registered model ready on a node, as OpenAI answers it; any
+ * other id is 404 model_not_found (a registered one not ready yet says so). */
+static void v1_model(llmr_router *r, const char *id, llmr_http_reply *reply)
+{
+    llmr_store_model m = {0};
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (llmr_store_model_get(r->store, id, &m, &err) != LLMR_OK) {
+        router_error(reply, 404, "invalid_request_error", "model_not_found",
+                     "The model '%.200s' does not exist (GET /v1/models lists them).", id);
+    } else if (!llmr_node_registry_model_ready(r->nodes, m.name, router_now_ms())) {
+        router_error(reply, 404, "invalid_request_error", "model_not_found",
+                     "The model '%.200s' is registered but no node has it ready yet (GET /v0/models/%.200s "
+                     "says why).",
+                     id, id);
+    } else {
+        llmr_oai_model_entry e = {m.name, m.created, "llmr", true, NULL};
+        llmr_http_reply_json(reply, 200, llmr_oai_model_json(&e));
+    }
+    llmr_store_model_free(&m);
+    llmr_strbuf_free(&err);
 }
 
 /* ---- waiting for a node ------------------------------------------------------------------ */
@@ -614,6 +637,16 @@ bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_
                          req->path, req->method);
         } else if (router_need(c, LLMR_SCOPE_INFERENCE, reply)) {
             stored_response(r, c, req, reply);
+        }
+        return true;
+    }
+    if (!strncmp(req->path, "/v1/models/", 11) && req->path[11]) { /* the id may hold '/' */
+        if (strcmp(req->method, "GET") != 0) {
+            llmr_http_reply_header(reply, "Allow", "GET");
+            router_error(reply, 405, "invalid_request_error", "method_not_allowed", "%s takes GET, not %s.",
+                         req->path, req->method);
+        } else if (router_need(c, LLMR_SCOPE_INFERENCE, reply)) {
+            v1_model(r, req->path + 11, reply);
         }
         return true;
     }

@@ -67,6 +67,9 @@ enum {
 };
 /* "inference,node" -> bits; false for an unknown scope name. */
 bool llmr_scopes_parse(const char *text, unsigned *scopes);
+/* The same; when it returns false the name that is not a scope ("" for an empty one)
+ * goes to bad (NULL: nowhere). */
+bool llmr_scopes_parse_report(const char *text, unsigned *scopes, llmr_strbuf *bad);
 /* bits -> "inference,node" into out. */
 void llmr_scopes_format(unsigned scopes, llmr_strbuf *out);
 

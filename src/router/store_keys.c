@@ -52,6 +52,11 @@ static const struct {
 
 bool llmr_scopes_parse(const char *text, unsigned *scopes)
 {
+    return llmr_scopes_parse_report(text, scopes, NULL);
+}
+
+bool llmr_scopes_parse_report(const char *text, unsigned *scopes, llmr_strbuf *bad)
+{
     if (!text)
         return false;
     unsigned bits = 0;
@@ -67,8 +72,11 @@ bool llmr_scopes_parse(const char *text, unsigned *scopes)
         size_t i = 0;
         while (i < N_SCOPES && !(strlen(SCOPES[i].name) == n && strncasecmp(SCOPES[i].name, p, n) == 0))
             i++;
-        if (i == N_SCOPES)
-            return false; /* an unknown name, or an empty one */
+        if (i == N_SCOPES) { /* an unknown name, or an empty one */
+            if (bad)
+                llmr_strbuf_append(bad, p, n);
+            return false;
+        }
         bits |= SCOPES[i].bit;
         if (!comma)
             break;

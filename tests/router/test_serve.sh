@@ -5,7 +5,9 @@
 # directory (a relative path) waits until it is ready, and the model answers; a
 # directory without tokenizer.json is refused naming it; a second pull of a name says
 # it exists; a model no engine runs makes pull stop with the node's reason; list's
-# table, --json and errors (no key, no router); after a restart on the same data
+# table, --json and errors (no key file, a wrong key, no router); list with no key
+# given finds serve's key file; --cors-origins reaches the router and the node; after a
+# restart on the same data
 # directory the models are still there and ready; with no node, pull says so and
 # gives up at --timeout.
 # The demo model needs the gpt-oss tokenizer (the one the build fetched, or the
@@ -46,7 +48,7 @@ done
 
 # start_serve LOG: serve in the background; sets serve_pid, port and LLMR_ROUTER
 start_serve() {
-  LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 >"$1" 2>&1 &
+  LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 --cors-origins http://app.test >"$1" 2>&1 &
   serve_pid=$!
   port=
   for _ in $(seq 300); do
@@ -107,9 +109,19 @@ if [[ -n $demo ]]; then
   has "$(cat "$tmp/serve.log")" "answers are" "serve says the demo's answers are noise"
 fi
 
-expect 1 "list without a key" -- "$LLMR" list
+expect 0 "list with no key given: the key file's" -- "$LLMR" list
+[[ $(cat "$LLMR_DATA_DIR/admin.key") == "$admin" ]] || fail "serve keeps the admin key in DATA_DIR/admin.key"
+expect 1 "list without a key file" -- env LLMR_DATA_DIR="$tmp/elsewhere" "$LLMR" list
 has "$err" "wants a key (401)" "list without a key says a key is needed"
 has "$err" "--api-key" "list without a key says how to give one"
+# --cors-origins reaches the router and the node
+nport=$(cat "$LLMR_DATA_DIR/node/run/http.port" 2>/dev/null)
+for url in "$LLMR_ROUTER" "http://127.0.0.1:$nport"; do
+  h=$(curl -s -D - -o /dev/null -X OPTIONS -H 'Origin: http://app.test' -H 'Access-Control-Request-Method: POST' \
+    "$url/v1/chat/completions" | tr -d '\r')
+  has "$h" "HTTP/1.1 204" "serve --cors-origins: a preflight to $url"
+  has "$h" "Access-Control-Allow-Origin: http://app.test" "serve --cors-origins: $url allows the origin"
+done
 expect 1 "list with a wrong key" -- "$LLMR" list --api-key llmr-wrong-key-0123456789
 has "$err" "refused the key from --api-key" "list with a wrong key"
 

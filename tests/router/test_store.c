@@ -457,6 +457,17 @@ TEST(scopes_parse_and_format)
     llmr_scopes_format(LLMR_SCOPE_NODE, &sb);
     CHECK(llmr_scopes_parse(llmr_strbuf_cstr(&sb), &b));
     CHECK_EQ_INT(b, LLMR_SCOPE_NODE);
+
+    /* the name that is not a scope is reported, and only on failure */
+    llmr_strbuf_reset(&sb);
+    CHECK(!llmr_scopes_parse_report("inference, root ,node", &b, &sb));
+    CHECK_EQ_STR(llmr_strbuf_cstr(&sb), "root");
+    llmr_strbuf_reset(&sb);
+    CHECK(!llmr_scopes_parse_report("inference,", &b, &sb));
+    CHECK_EQ_STR(llmr_strbuf_cstr(&sb), "");
+    CHECK(llmr_scopes_parse_report("node,admin", &b, &sb));
+    CHECK_EQ_INT(b, LLMR_SCOPE_NODE | LLMR_SCOPE_ADMIN);
+    CHECK_EQ_INT(sb.len, 0);
     llmr_strbuf_free(&sb);
 }
 

@@ -56,6 +56,21 @@ test("models.list() lists the loopback model", T, async () => {
   assert.equal(typeof loop.owned_by, "string");
 });
 
+test("models.retrieve() gives the loopback model; an unknown id is a 404", T, async () => {
+  const m = await client.models.retrieve(MODEL);
+  assert.equal(m.id, MODEL);
+  assert.equal(m.object, "model");
+  assert.equal(typeof m.created, "number");
+  assert.equal(typeof m.owned_by, "string");
+  const listed = (await client.models.list()).data.find((x) => x.id === MODEL);
+  assert.deepEqual({ ...m }, { ...listed }, "retrieve answers what the list says");
+  await assert.rejects(client.models.retrieve("no-such-model"), (err) => {
+    assert.ok(err instanceof OpenAI.NotFoundError, `a NotFoundError (got ${err?.constructor?.name}: ${err})`);
+    assert.equal(err.code, "model_not_found");
+    return true;
+  });
+});
+
 test("chat.completions.create: a plain completion", T, async () => {
   const r = await client.chat.completions.create(chatRequest);
   assert.equal(r.object, "chat.completion");
