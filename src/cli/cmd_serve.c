@@ -27,7 +27,8 @@ extern char **environ;
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr serve [--host H] [--port P] [--data-dir DIR] [--no-auth] [--check]\n\n"
+            "usage: llmr serve [--host H] [--port P] [--node-port P] [--data-dir DIR] [--no-auth]\n"
+            "                  [--log-format text|json] [--check]\n\n"
             "Runs the router on --host and --port (the OpenAI API at /v1, docs/router.md)\n"
             "and a node in the same process that registers with it (docs/node.md).  The\n"
             "router keeps its store in DATA_DIR/router.db, the node its models in\n"
@@ -37,7 +38,12 @@ static void help(FILE *out)
             "weights: its answers are noise) to DATA_DIR/demo and registers it as\n"
             DEMO_NAME ", so that a fresh machine serves a chat end to end.  Register real\n"
             "models with `llmr pull REPO|DIR` (or POST /v0/models); `llmr list` shows them.\n\n"
+            "At start it prints every address it listens on: the router (the OpenAI API, the\n"
+            "dashboard, its /metrics) and the node (on 127.0.0.1, with its own /metrics).\n"
+            "Each answer writes an access line to the log (router and node, one request id).\n\n"
             "  --no-auth   no keys checked (only on a loopback address)\n"
+            "  --node-port P  the node's port on 127.0.0.1 (default 0: any free port)\n"
+            "  --log-format json  log lines as JSON objects, one a line (default text)\n"
             "  LLMR_ENGINE_OPTIONS  a JSON object of load options for every model the node\n"
             "              loads, as for `llmr node --engine-options`\n"
             "  --check     report the models under DATA_DIR/models and exit\n"
@@ -153,7 +159,7 @@ static void demo_model(llmr_router *r, const char *data_dir)
     free(demo);
 }
 
-static int serve(const llmr_config *config, bool no_auth)
+static int serve(const llmr_config *config, bool no_auth, const char *node_port)
 {
     sigset_t waited;
     sigemptyset(&waited);
@@ -188,7 +194,7 @@ static int serve(const llmr_config *config, bool no_auth)
     llmr_config node_cfg = *config;
     node_cfg.value[LLMR_CONFIG_DATA_DIR] = node_dir;
     node_cfg.value[LLMR_CONFIG_HOST] = "127.0.0.1";
-    node_cfg.value[LLMR_CONFIG_PORT] = "0";
+    node_cfg.value[LLMR_CONFIG_PORT] = (char *)node_port;
     char router_url[64];
     snprintf(router_url, sizeof router_url, "http://127.0.0.1:%u", llmr_router_port(r));
     llmr_node_options no;
@@ -211,6 +217,9 @@ static int serve(const llmr_config *config, bool no_auth)
     fprintf(stderr, "llmr serve: the dashboard at http://%s:%u/dashboard%s\n", ro.host, llmr_router_port(r),
             llmr_dashboard_asset_count ? " (sign in with the admin key)"
                                        : ": not built into this binary (docs/dashboard.md)");
+    fprintf(stderr, "llmr serve: the router's metrics at http://%s:%u/metrics\n", ro.host, llmr_router_port(r));
+    fprintf(stderr, "llmr serve: the node at http://127.0.0.1:%u (its metrics at http://127.0.0.1:%u/metrics)\n",
+            llmr_node_port(node), llmr_node_port(node));
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)
@@ -238,8 +247,17 @@ done:
 static int run(int argc, char **argv, const llmr_config *config)
 {
     bool no_auth = false, only_check = false;
+    const char *node_port = "0";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-auth")) {
+        if (!strcmp(argv[i], "--node-port") || !strncmp(argv[i], "--node-port=", 12)) {
+            node_port = argv[i][11] == '=' ? argv[i] + 12 : i + 1 < argc ? argv[++i] : NULL;
+            char *end = NULL;
+            long v = node_port ? strtol(node_port, &end, 10) : -1;
+            if (!node_port || !*node_port || *end || v < 0 || v > 65535) {
+                llmr_cli_error("serve", "--node-port takes a TCP port, 0 (any free port) to 65535");
+                return LLMR_EXIT_USAGE;
+            }
+        } else if (!strcmp(argv[i], "--no-auth")) {
             no_auth = true;
         } else if (!strcmp(argv[i], "--check")) {
             only_check = true;
@@ -248,7 +266,7 @@ static int run(int argc, char **argv, const llmr_config *config)
             return LLMR_EXIT_USAGE;
         }
     }
-    return only_check ? check(config) : serve(config, no_auth);
+    return only_check ? check(config) : serve(config, no_auth, node_port);
 }
 
 const llmr_command llmr_cmd_serve = {"serve", "run the router and a node in one process", run, help};

@@ -269,13 +269,14 @@ void llmr_log_write(llmr_log_level level, const char *component, const char *fmt
 
 void llmr_log_access(const llmr_log_access_entry *e)
 {
-    if ((int)LLMR_LOG_INFO < atomic_load(&current_level))
+    llmr_log_level level = e->quiet ? LLMR_LOG_DEBUG : LLMR_LOG_INFO;
+    if ((int)level < atomic_load(&current_level))
         return;
     bool json = atomic_load(&current_format) == LLMR_LOG_FORMAT_JSON;
     line_buf b;
     b.len = 0;
     b.data[0] = '\0';
-    put_head(&b, json, LLMR_LOG_INFO, "access", e->request_id);
+    put_head(&b, json, level, "access", e->request_id);
     const char *service = e->service ? e->service : "-";
     const char *method = e->method ? e->method : "-", *path = e->path ? e->path : "-";
     if (json) {
@@ -313,5 +314,5 @@ void llmr_log_access(const llmr_log_access_entry *e)
             put_f(&b, " ttft_ms=-");
         put_f(&b, " duration_ms=%.1f", e->duration_ms >= 0 ? e->duration_ms : 0.0);
     }
-    emit(&b, json, LLMR_LOG_INFO);
+    emit(&b, json, level);
 }

@@ -74,8 +74,9 @@ typedef struct llmr_log_access_entry {
     uint32_t prompt_tokens, completion_tokens;
     double ttft_ms;          /* < 0: no token came */
     double duration_ms;
+    bool quiet;              /* at debug level, not info */
 } llmr_log_access_entry;
-/* Writes the access line at info level. */
+/* Writes the access line (at info level, or debug when quiet). */
 void llmr_log_access(const llmr_log_access_entry *e);
 
 #define llmr_log_debug(component, ...) llmr_log_write(LLMR_LOG_DEBUG, component, __VA_ARGS__)

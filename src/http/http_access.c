@@ -15,7 +15,7 @@ struct http_access {
     llmr_http_done_fn on_done;
     void *done_user;
     unsigned noted_status;
-    bool usage;
+    bool quiet;
     uint32_t prompt_tokens, completion_tokens;
     double ttft_ms;
     uint64_t t0_ns;
@@ -46,6 +46,8 @@ http_access *http_access_new(const char *service, llmr_http_done_fn on_done, voi
     set(a, S_ID, request_id);
     set(a, S_METHOD, method);
     set(a, S_PATH, path);
+    /* health checks and scrapes come every few seconds */
+    a->quiet = method && path && !strcmp(method, "GET") && (!strcmp(path, "/health") || !strcmp(path, "/metrics"));
     a->on_done = on_done;
     a->done_user = done_user;
     a->ttft_ms = -1;
@@ -63,8 +65,8 @@ void http_access_note(http_access *a, const llmr_http_note *n)
     set(a, S_KEY, n->key_id);
     set(a, S_RESPONSE, n->response_id);
     set(a, S_ERROR, n->error);
+    a->quiet = a->quiet || n->quiet;
     if (n->usage) {
-        a->usage = true;
         a->prompt_tokens = n->prompt_tokens;
         a->completion_tokens = n->completion_tokens;
         a->ttft_ms = n->ttft_ms;
@@ -85,7 +87,8 @@ void http_access_finish(http_access *a, unsigned status, bool client_gone)
     if (a->s[S_SERVICE]) {
         llmr_log_access_entry e = {a->s[S_SERVICE], a->s[S_ID], a->s[S_METHOD], a->s[S_PATH], status,
                                    a->s[S_MODEL], a->s[S_NODE], a->s[S_RESPONSE], a->prompt_tokens,
-                                   a->completion_tokens, a->ttft_ms, duration_ms};
+                                   a->completion_tokens, a->ttft_ms, duration_ms,
+                                   a->quiet && status < 400};
         llmr_log_access(&e);
     }
     if (a->on_done) {

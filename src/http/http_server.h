@@ -88,6 +88,8 @@ typedef struct llmr_http_note {
     double ttft_ms;
     unsigned status;           /* what to record instead of the status sent (a stream
                                   that ended in an error: its 200 went out first) */
+    bool quiet;                /* routine (a heartbeat): its access line, unless an
+                                  error, at debug level, as for GET /health and /metrics */
 } llmr_http_note;
 
 typedef void (*llmr_http_handler)(void *user, const llmr_http_request *req, llmr_http_reply *reply);
