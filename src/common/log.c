@@ -3,6 +3,7 @@
 #include "common/log.h"
 
 #include "common/random.h"
+#include "common/utf8.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -161,10 +162,33 @@ static void put_f(line_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-/* text as the inside of a JSON string. */
+/* text as the inside of a JSON string; bytes that are not UTF-8 (a path decoded from
+ * the request line may hold any) become U+FFFD, so the line stays valid JSON. */
+/* Room kept at the end of a JSON line for the fields after a text and the closing
+ * brace: a text that would reach into it is cut ("...") at a character's end. */
+#define JSON_TAIL_ROOM 320
+
 static void put_json_text(line_buf *b, const char *text)
 {
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    const unsigned char *p = (const unsigned char *)text;
+    size_t left = strlen(text);
+    while (left) {
+        if (b->len + 8 > sizeof b->data - JSON_TAIL_ROOM) {
+            put_f(b, "...");
+            return;
+        }
+        if (*p >= 0x80) {
+            size_t n = llmr_utf8_char_len(p, left);
+            if (n) {
+                put_f(b, "%.*s", (int)n, (const char *)p);
+            } else {
+                n = llmr_utf8_invalid_len(p, left);
+                put_f(b, "\\ufffd");
+            }
+            p += n;
+            left -= n;
+            continue;
+        }
         if (*p == '"' || *p == '\\')
             put_f(b, "\\%c", *p);
         else if (*p == '\n')
@@ -173,7 +197,17 @@ static void put_json_text(line_buf *b, const char *text)
             put_f(b, "\\u%04x", *p);
         else
             put_f(b, "%c", *p);
+        p++;
+        left--;
     }
+}
+
+/* A word of a text line from a client (a path, a model name): a space, a control byte
+ * or a percent sign as %XX, so the line stays one line of words. */
+static void put_text_token(line_buf *b, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        put_f(b, *p <= 0x20 || *p == 0x7f || *p == '%' ? "%%%02X" : "%c", *p);
 }
 
 static void put_json_field(line_buf *b, const char *name, const char *value)
@@ -212,25 +246,11 @@ static void put_head(line_buf *b, bool json, llmr_log_level level, const char *c
     }
 }
 
-/* Ends the line (a JSON one cut short still closes: its message is cut instead) and
- * writes it. */
+/* Ends the line and writes it.  A JSON line's texts were cut to fit (put_json_text), so
+ * it always closes. */
 static void emit(line_buf *b, bool json, llmr_log_level level)
 {
-    if (json) {
-        const char tail[] = "\"}";
-        if (b->len > sizeof b->data - 16) { /* cut: keep room to close the object */
-            b->len = sizeof b->data - 16;
-            while (b->len && b->data[b->len - 1] == '\\')
-                b->len--;
-            memcpy(b->data + b->len, "...", 3);
-            b->len += 3;
-            memcpy(b->data + b->len, tail, 2);
-            b->len += 2;
-        } else if (b->len && b->data[b->len - 1] != '}') {
-            put_f(b, "}");
-        }
-        b->data[b->len] = '\0';
-    } else if (b->len == sizeof b->data - 1) {
+    if (!json && b->len == sizeof b->data - 1) {
         /* A line longer than the buffer is cut; mark the cut so nobody mistakes it. */
         memcpy(b->data + b->len - 3, "...", 3);
     }
@@ -299,10 +319,9 @@ void llmr_log_access(const llmr_log_access_entry *e)
         put_f(&b, ",\"duration_ms\":%.3f}", e->duration_ms >= 0 ? e->duration_ms : 0.0);
     } else {
         put_f(&b, "%s %s ", service, method);
-        for (const char *p = path; *p; p++) /* a path with a space or a control byte
-                                               would make the line ambiguous */
-            put_f(&b, (unsigned char)*p <= 0x20 || *p == 0x7f ? "%%%02X" : "%c", (unsigned char)*p);
-        put_f(&b, " %u model=%s", e->status, e->model ? e->model : "-");
+        put_text_token(&b, path);
+        put_f(&b, " %u model=", e->status);
+        put_text_token(&b, e->model ? e->model : "-");
         if (e->node)
             put_f(&b, " node=%s", e->node);
         if (e->response_id)

@@ -242,12 +242,37 @@ TEST(json_log_lines_are_json_objects_with_the_text_escaped)
     CHECK_EQ_STR(json_string_value(json_object_get(o, "node")), "n-1");
     json_decref(o);
 
+    /* bytes that are not UTF-8 (a decoded path may hold any) keep the line JSON */
+    acc.path = "/caf\xc3\xa9/\xff\xfe";
+    llmr_log_access(&acc);
+    CHECK(llmr_utf8_valid(last_line, strlen(last_line), NULL));
+    o = json_loads(last_line, 0, &e);
+    CHECK(o != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "path")), "/caf\xc3\xa9/\xef\xbf\xbd\xef\xbf\xbd");
+    json_decref(o);
+
     llmr_log_set_format(LLMR_LOG_FORMAT_TEXT);
     acc.ttft_ms = -1;
     acc.path = "/a b";
     llmr_log_access(&acc);
     CHECK_CONTAINS(last_line, "access [req=r-2] router POST /a%20b 200 model=m node=n-1");
     CHECK_CONTAINS(last_line, "prompt_tokens=5 completion_tokens=7 ttft_ms=- duration_ms=40.2");
+    acc.model = "two\nlines";
+    llmr_log_access(&acc);
+    CHECK_CONTAINS(last_line, "model=two%0Alines");
+    CHECK(strchr(last_line, '\n') == NULL);
+    /* a huge model name is cut, and the JSON line keeps its other fields */
+    char huge[3000];
+    memset(huge, 'm', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    acc.model = huge;
+    llmr_log_set_format(LLMR_LOG_FORMAT_JSON);
+    llmr_log_access(&acc);
+    o = json_loads(last_line, 0, &e);
+    CHECK(o != NULL);
+    CHECK_EQ_INT(json_integer_value(json_object_get(o, "completion_tokens")), 7);
+    json_decref(o);
+    llmr_log_set_format(LLMR_LOG_FORMAT_TEXT);
     /* a routine one is a debug line */
     int before = lines;
     acc.quiet = true;
