@@ -3,7 +3,10 @@
  * registers it, so that a fresh machine serves a chat end to end (and says that the
  * model is a synthetic demo).  `llmr serve --check` only reports what it would serve. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,12 +125,39 @@ static bool synth_demo(const char *dir)
     exe[len] = 0;
     char *argv[] = {exe, "model", "synth", "--preset", "gpt-oss-tiny", "--fill", "random", "--out", (char *)dir, NULL};
     pid_t pid;
-    if (posix_spawn(&pid, exe, NULL, NULL, argv, environ) != 0)
+    /* its progress lines are not log lines: kept out of a JSON log */
+    posix_spawn_file_actions_t quiet;
+    bool json = llmr_log_get_format() == LLMR_LOG_FORMAT_JSON;
+    if (posix_spawn_file_actions_init(&quiet) != 0)
+        return false;
+    if (json) {
+        posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    }
+    int spawned = posix_spawn(&pid, exe, &quiet, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&quiet);
+    if (spawned != 0)
         return false;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         ;
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A line for the operator: "llmr serve: ..." on stderr, or, with --log-format json, a
+ * log line (so that the log stays one JSON object a line). */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (llmr_log_get_format() == LLMR_LOG_FORMAT_JSON)
+        llmr_log_write(LLMR_LOG_INFO, "serve", "%s", line);
+    else
+        fprintf(stderr, "llmr serve: %s\n", line);
 }
 
 static void demo_model(llmr_router *r, const char *data_dir)
@@ -146,6 +176,11 @@ static void demo_model(llmr_router *r, const char *data_dir)
                       dir, err.len ? llmr_strbuf_cstr(&err) : "llmr model synth failed");
     } else if (llmr_router_register_local(r, dir, "safetensors", DEMO_NAME, &err) != LLMR_OK) {
         llmr_log_warn("serve", "cannot register the demo model: %s", llmr_strbuf_cstr(&err));
+    } else if (llmr_log_get_format() == LLMR_LOG_FORMAT_JSON) {
+        llmr_log_warn("serve", "no model was registered, so this serves a SYNTHETIC DEMO model, \"%s\": the real "
+                               "gpt-oss shapes at a tiny size with random weights; its answers are noise. Register "
+                               "real models with `llmr pull REPO|DIR`",
+                      DEMO_NAME);
     } else {
         fprintf(stderr,
                 "\n  llmr: no model was registered, so this serves a SYNTHETIC DEMO model, \"%s\":\n"
@@ -211,15 +246,14 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
         llmr_cli_error("serve", "cannot start the local node: %s", llmr_strbuf_cstr(&err));
         goto done;
     }
-    fprintf(stderr, "llmr serve: the OpenAI API at http://%s:%u/v1%s; the node syncs the registered models "
-                    "(GET /v1/models shows them when ready)\n",
-            ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
-    fprintf(stderr, "llmr serve: the dashboard at http://%s:%u/dashboard%s\n", ro.host, llmr_router_port(r),
-            llmr_dashboard_asset_count ? " (sign in with the admin key)"
-                                       : ": not built into this binary (docs/dashboard.md)");
-    fprintf(stderr, "llmr serve: the router's metrics at http://%s:%u/metrics\n", ro.host, llmr_router_port(r));
-    fprintf(stderr, "llmr serve: the node at http://127.0.0.1:%u (its metrics at http://127.0.0.1:%u/metrics)\n",
-            llmr_node_port(node), llmr_node_port(node));
+    say("the OpenAI API at http://%s:%u/v1%s; the node syncs the registered models (GET /v1/models shows them "
+        "when ready)",
+        ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
+    say("the dashboard at http://%s:%u/dashboard%s", ro.host, llmr_router_port(r),
+        llmr_dashboard_asset_count ? " (sign in with the admin key)" : ": not built into this binary (docs/dashboard.md)");
+    say("the router's metrics at http://%s:%u/metrics", ro.host, llmr_router_port(r));
+    say("the node at http://127.0.0.1:%u (its metrics at http://127.0.0.1:%u/metrics)", llmr_node_port(node),
+        llmr_node_port(node));
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)

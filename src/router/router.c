@@ -173,6 +173,11 @@ static llmr_status bootstrap_admin(llmr_router *r, llmr_strbuf *err)
         return st;
     if (r->o.admin_key)
         llmr_log_info(COMPONENT, "admin key %s created from LLMR_ADMIN_KEY", id);
+    else if (llmr_log_get_format() == LLMR_LOG_FORMAT_JSON) /* the log stays JSON lines */
+        llmr_log_write(LLMR_LOG_INFO, COMPONENT,
+                       "the admin key of this router (shown once, keep it): %s; use it as \"Authorization: "
+                       "Bearer KEY\", create further keys with POST /v0/keys",
+                       secret);
     else
         fprintf(stderr,
                 "\n  llmr: the admin key of this router (shown once, keep it):\n\n    %s\n\n"

@@ -231,4 +231,28 @@ PY
 
 kill -TERM "${pids[@]}" 2>/dev/null
 wait "${pids[@]}" 2>/dev/null
+
+# --- serve with JSON lines: its addresses and the new admin key are log lines too, and a
+# setting that is neither text nor json is refused
+expect 2 "serve --log-format xml" -- "$LLMR" serve --log-format xml
+has "$err" "must be text or json" "a bad --log-format says what it takes"
+expect 2 "node --log-format xml" -- "$LLMR" node --log-format xml
+env -u LLMR_ADMIN_KEY LLMR_DATA_DIR="$tmp/serve" "$LLMR" serve --port 0 --log-format json >"$tmp/serve.log" 2>&1 &
+serve_pid=$!
+pids+=($serve_pid)
+wait_for "$tmp/serve.log" '"component":"serve","message":"the node at http://127.0.0.1:[0-9]+ ' ||
+  wait_for "$tmp/serve.log" '"component":"serve","message":"the node at http://127.0.0.1:[0-9]+ ' ||
+  fail "serve logs the node's address as a JSON line: $(head -c 2000 "$tmp/serve.log")"
+kill -TERM "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
+python3 - "$tmp/serve.log" <<'PY' || fail "serve's JSON log: $(head -c 2000 "$tmp/serve.log")"
+import json, sys
+msgs = []
+for line in open(sys.argv[1]):
+    if line.strip():
+        msgs.append(json.loads(line)["message"] if "message" in json.loads(line) else "")
+text = "\n".join(msgs)
+for want in ("the admin key of this router", "the OpenAI API at", "the router's metrics at", "its metrics at"):
+    assert want in text, want
+PY
 finish_checks observability
