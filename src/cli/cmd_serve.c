@@ -3,7 +3,10 @@
  * registers it, so that a fresh machine serves a chat end to end (and says that the
  * model is a synthetic demo).  `llmr serve --check` only reports what it would serve. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +30,8 @@ extern char **environ;
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr serve [--host H] [--port P] [--data-dir DIR] [--no-auth]\n"
-            "                  [--cors-origins LIST] [--check]\n\n"
+            "usage: llmr serve [--host H] [--port P] [--node-port P] [--data-dir DIR] [--no-auth]\n"
+            "                  [--cors-origins LIST] [--log-format text|json] [--check]\n\n"
             "Runs the router on --host and --port (the OpenAI API at /v1, docs/router.md)\n"
             "and a node in the same process that registers with it (docs/node.md).  The\n"
             "router keeps its store in DATA_DIR/router.db, the node its models in\n"
@@ -40,9 +43,14 @@ static void help(FILE *out)
             "weights: its answers are noise) to DATA_DIR/demo and registers it as\n"
             DEMO_NAME ", so that a fresh machine serves a chat end to end.  Register real\n"
             "models with `llmr pull REPO|DIR` (or POST /v0/models); `llmr list` shows them.\n\n"
+            "At start it prints every address it listens on: the router (the OpenAI API, the\n"
+            "dashboard, its /metrics) and the node (on 127.0.0.1, with its own /metrics).\n"
+            "Each answer writes an access line to the log (router and node, one request id).\n\n"
             "  --no-auth   no keys checked (only on a loopback address)\n"
             "  --cors-origins LIST  origins a browser app may call the router and the node\n"
             "              from, comma-separated, or * (or LLMR_CORS_ORIGINS); default: none\n"
+            "  --node-port P  the node's port on 127.0.0.1 (default 0: any free port)\n"
+            "  --log-format json  log lines as JSON objects, one a line (default text)\n"
             "  LLMR_ENGINE_OPTIONS  a JSON object of load options for every model the node\n"
             "              loads, as for `llmr node --engine-options`\n"
             "  --check     report the models under DATA_DIR/models and exit\n"
@@ -121,12 +129,39 @@ static bool synth_demo(const char *dir)
     exe[len] = 0;
     char *argv[] = {exe, "model", "synth", "--preset", "gpt-oss-tiny", "--fill", "random", "--out", (char *)dir, NULL};
     pid_t pid;
-    if (posix_spawn(&pid, exe, NULL, NULL, argv, environ) != 0)
+    /* its progress lines are not log lines: kept out of a JSON log */
+    posix_spawn_file_actions_t quiet;
+    bool json = llmr_log_get_format() == LLMR_LOG_FORMAT_JSON;
+    if (posix_spawn_file_actions_init(&quiet) != 0)
+        return false;
+    if (json) {
+        posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    }
+    int spawned = posix_spawn(&pid, exe, &quiet, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&quiet);
+    if (spawned != 0)
         return false;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         ;
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A line for the operator: "llmr serve: ..." on stderr, or, with --log-format json, a
+ * log line (so that the log stays one JSON object a line). */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (llmr_log_get_format() == LLMR_LOG_FORMAT_JSON)
+        llmr_log_write(LLMR_LOG_INFO, "serve", "%s", line);
+    else
+        fprintf(stderr, "llmr serve: %s\n", line);
 }
 
 static void demo_model(llmr_router *r, const char *data_dir)
@@ -145,6 +180,11 @@ static void demo_model(llmr_router *r, const char *data_dir)
                       dir, err.len ? llmr_strbuf_cstr(&err) : "llmr model synth failed");
     } else if (llmr_router_register_local(r, dir, "safetensors", DEMO_NAME, &err) != LLMR_OK) {
         llmr_log_warn("serve", "cannot register the demo model: %s", llmr_strbuf_cstr(&err));
+    } else if (llmr_log_get_format() == LLMR_LOG_FORMAT_JSON) {
+        llmr_log_warn("serve", "no model was registered, so this serves a SYNTHETIC DEMO model, \"%s\": the real "
+                               "gpt-oss shapes at a tiny size with random weights; its answers are noise. Register "
+                               "real models with `llmr pull REPO|DIR`",
+                      DEMO_NAME);
     } else {
         fprintf(stderr,
                 "\n  llmr: no model was registered, so this serves a SYNTHETIC DEMO model, \"%s\":\n"
@@ -158,7 +198,7 @@ static void demo_model(llmr_router *r, const char *data_dir)
     free(demo);
 }
 
-static int serve(const llmr_config *config, bool no_auth)
+static int serve(const llmr_config *config, bool no_auth, const char *node_port)
 {
     sigset_t waited;
     sigemptyset(&waited);
@@ -194,7 +234,7 @@ static int serve(const llmr_config *config, bool no_auth)
     llmr_config node_cfg = *config;
     node_cfg.value[LLMR_CONFIG_DATA_DIR] = node_dir;
     node_cfg.value[LLMR_CONFIG_HOST] = "127.0.0.1";
-    node_cfg.value[LLMR_CONFIG_PORT] = "0";
+    node_cfg.value[LLMR_CONFIG_PORT] = (char *)node_port;
     char router_url[64];
     snprintf(router_url, sizeof router_url, "http://127.0.0.1:%u", llmr_router_port(r));
     llmr_node_options no;
@@ -211,12 +251,14 @@ static int serve(const llmr_config *config, bool no_auth)
         llmr_cli_error("serve", "cannot start the local node: %s", llmr_strbuf_cstr(&err));
         goto done;
     }
-    fprintf(stderr, "llmr serve: the OpenAI API at http://%s:%u/v1%s; the node syncs the registered models "
-                    "(GET /v1/models shows them when ready)\n",
-            ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
-    fprintf(stderr, "llmr serve: the dashboard at http://%s:%u/dashboard%s\n", ro.host, llmr_router_port(r),
-            llmr_dashboard_asset_count ? " (sign in with the admin key)"
-                                       : ": not built into this binary (docs/dashboard.md)");
+    say("the OpenAI API at http://%s:%u/v1%s; the node syncs the registered models (GET /v1/models shows them "
+        "when ready)",
+        ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
+    say("the dashboard at http://%s:%u/dashboard%s", ro.host, llmr_router_port(r),
+        llmr_dashboard_asset_count ? " (sign in with the admin key)" : ": not built into this binary (docs/dashboard.md)");
+    say("the router's metrics at http://%s:%u/metrics", ro.host, llmr_router_port(r));
+    say("the node at http://127.0.0.1:%u (its metrics at http://127.0.0.1:%u/metrics)", llmr_node_port(node),
+        llmr_node_port(node));
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)
@@ -244,8 +286,17 @@ done:
 static int run(int argc, char **argv, const llmr_config *config)
 {
     bool no_auth = false, only_check = false;
+    const char *node_port = "0";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-auth")) {
+        if (!strcmp(argv[i], "--node-port") || !strncmp(argv[i], "--node-port=", 12)) {
+            node_port = argv[i][11] == '=' ? argv[i] + 12 : i + 1 < argc ? argv[++i] : NULL;
+            char *end = NULL;
+            long v = node_port ? strtol(node_port, &end, 10) : -1;
+            if (!node_port || !*node_port || *end || v < 0 || v > 65535) {
+                llmr_cli_error("serve", "--node-port takes a TCP port, 0 (any free port) to 65535");
+                return LLMR_EXIT_USAGE;
+            }
+        } else if (!strcmp(argv[i], "--no-auth")) {
             no_auth = true;
         } else if (!strcmp(argv[i], "--check")) {
             only_check = true;
@@ -254,7 +305,7 @@ static int run(int argc, char **argv, const llmr_config *config)
             return LLMR_EXIT_USAGE;
         }
     }
-    return only_check ? check(config) : serve(config, no_auth);
+    return only_check ? check(config) : serve(config, no_auth, node_port);
 }
 
 const llmr_command llmr_cmd_serve = {"serve", "run the router and a node in one process", run, help};

@@ -2,6 +2,7 @@
  * environment > defaults), sets the log level, and hands the rest of the command
  * line to the subcommand. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -56,6 +57,13 @@ int main(int argc, char **argv)
     llmr_log_level level = LLMR_LOG_INFO;
     llmr_log_level_parse(llmr_config_get(&config, LLMR_CONFIG_LOG_LEVEL), &level);
     llmr_log_set_level(level);
+    llmr_log_format format = LLMR_LOG_FORMAT_TEXT;
+    const char *format_text = llmr_config_get(&config, LLMR_CONFIG_LOG_FORMAT);
+    llmr_log_format_parse(format_text, &format);
+    llmr_log_set_format(format);
+    /* the node's engine workers (processes of their own) log the same way */
+    if (format_text)
+        setenv("LLMR_LOG_FORMAT", format_text, 1);
 
     int rc;
     if (argc >= 2 && strcmp(argv[1], LLMR_WORKER_COMMAND) == 0) {

@@ -40,6 +40,15 @@ static bool valid_log_level(const char *value, llmr_strbuf *why)
     return false;
 }
 
+static bool valid_log_format(const char *value, llmr_strbuf *why)
+{
+    llmr_log_format format;
+    if (llmr_log_format_parse(value, &format))
+        return true;
+    llmr_strbuf_puts(why, "must be text or json");
+    return false;
+}
+
 static bool valid_any(const char *value, llmr_strbuf *why)
 {
     (void)value;
@@ -87,6 +96,7 @@ static const validator validators[LLMR_CONFIG_KEY_COUNT] = {
     [LLMR_CONFIG_PORT] = valid_port,
     [LLMR_CONFIG_DATA_DIR] = valid_nonempty,
     [LLMR_CONFIG_LOG_LEVEL] = valid_log_level,
+    [LLMR_CONFIG_LOG_FORMAT] = valid_log_format,
     [LLMR_CONFIG_PLUGIN_DIRS] = valid_any,
     [LLMR_CONFIG_REQUEST_TIMEOUT] = valid_seconds,
     [LLMR_CONFIG_CANCEL_GRACE] = valid_seconds,

@@ -20,6 +20,8 @@
     X(PORT, port, "8080", "TCP port of the HTTP server, 1 to 65535 (0: any free port)")                     \
     X(DATA_DIR, data_dir, NULL, "directory that holds models, the database and state")   \
     X(LOG_LEVEL, log_level, "info", "least severe log level shown: debug, info, warn, error, off") \
+    X(LOG_FORMAT, log_format, "text",                                                    \
+      "log line format: text, or json (one JSON object per line, access lines included)") \
     X(PLUGIN_DIRS, plugin_dirs, "",                                                      \
       "engine plugin directories, ':'-separated (default: DATA_DIR/engines, then the "    \
       "engines installed with llmr)")                                                     \

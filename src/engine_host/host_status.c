@@ -139,6 +139,30 @@ void llmr_engine_host_metrics(llmr_engine_host *h, llmr_strbuf *out)
             llmr_strbuf_printf(out, "\"} %llu\n", (unsigned long long)v);
         }
     }
+    /* the names dashboards built for vLLM look for (docs/node.md, "Metrics") */
+    llmr_strbuf_puts(out, "# HELP llmr_num_requests_running Requests the model's engine is generating now.\n"
+                          "# TYPE llmr_num_requests_running gauge\n");
+    for (const hmodel *m = h->models; m; m = m->next) {
+        llmr_strbuf_puts(out, "llmr_num_requests_running{model=\"");
+        metric_escape(out, m->name);
+        llmr_strbuf_printf(out, "\"} %u\n", m->current ? m->current->in_flight : 0u);
+    }
+    llmr_strbuf_puts(out, "# HELP llmr_num_requests_waiting Requests waiting for the model.\n"
+                          "# TYPE llmr_num_requests_waiting gauge\n");
+    for (const hmodel *m = h->models; m; m = m->next) {
+        llmr_strbuf_puts(out, "llmr_num_requests_waiting{model=\"");
+        metric_escape(out, m->name);
+        llmr_strbuf_printf(out, "\"} %u\n", m->queued);
+    }
+    llmr_strbuf_puts(out, "# HELP llmr_kv_cache_usage_ratio Fraction of the model's KV cache in use, 0 to 1 "
+                          "(engines that report it).\n# TYPE llmr_kv_cache_usage_ratio gauge\n");
+    for (const hmodel *m = h->models; m; m = m->next) {
+        if (!(m->current && m->current->kv_capacity))
+            continue;
+        llmr_strbuf_puts(out, "llmr_kv_cache_usage_ratio{model=\"");
+        metric_escape(out, m->name);
+        llmr_strbuf_printf(out, "\"} %.6g\n", (double)m->current->kv_used / (double)m->current->kv_capacity);
+    }
     llmr_strbuf_printf(out,
                        "# HELP llmr_engine_watchdog_kills_total Workers killed for a stuck "
                        "request.\n# TYPE llmr_engine_watchdog_kills_total counter\n"

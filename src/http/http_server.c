@@ -23,8 +23,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "http/http_internal.h"
 
@@ -41,6 +43,9 @@ struct llmr_http_server {
     size_t max_body;
     unsigned port;
     atomic_bool stopping; /* streams' readers give up when set */
+    char *service;        /* the access log's name, or NULL */
+    llmr_http_done_fn on_done;
+    void *done_user;
 };
 
 /* One request, from its request line to its completion. */
@@ -52,6 +57,9 @@ typedef struct request_ctx {
     char *query;         /* raw, after '?'; "" when none */
     llmr_strbuf body;
     char remote[INET6_ADDRSTRLEN];
+    char request_id[LLMR_REQUEST_ID_MAX + 1];
+    uint64_t t0_ns;      /* the request line arrived */
+    int64_t arrival_unix_ms;
 } request_ctx;
 
 typedef struct reply_header {
@@ -66,6 +74,8 @@ struct llmr_http_reply {
     unsigned status;
     reply_header *headers;
     size_t n_headers, cap_headers;
+    const char *request_id;        /* sent back as x-request-id */
+    http_access *access;           /* the request's record (NULL: none kept) */
 };
 
 void llmr_http_server_options_default(llmr_http_server_options *o)
@@ -87,6 +97,17 @@ const char *llmr_http_request_header(const llmr_http_request *req, const char *n
 }
 
 /* ---- replies ----------------------------------------------------------------------- */
+
+void llmr_http_reply_note(llmr_http_reply *r, const llmr_http_note *n)
+{
+    if (r)
+        http_access_note(r->access, n);
+}
+
+bool llmr_http_request_client_gone(const llmr_http_request *req)
+{
+    return req && req->conn && !http_client_connected((struct MHD_Connection *)req->conn);
+}
 
 void llmr_http_reply_header(llmr_http_reply *r, const char *name, const char *value)
 {
@@ -134,6 +155,9 @@ static bool reply_take(llmr_http_reply *r, unsigned status, const char *content_
         if (MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value) != MHD_YES)
             goto fail;
     }
+    if (r->request_id && *r->request_id && !MHD_get_response_header(resp, "x-request-id") &&
+        MHD_add_response_header(resp, "x-request-id", r->request_id) != MHD_YES)
+        goto fail;
     if (content_type && !MHD_get_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE) &&
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) != MHD_YES)
         goto fail;
@@ -203,6 +227,10 @@ llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
     struct MHD_Response *resp = llmr_http_stream_open(r->conn, r->stopping, on_close, user, &s);
     if (!resp)
         return NULL;
+    if (r->access) { /* the stream's end finishes the record */
+        http_stream_take_access(s, r->access, status);
+        r->access = NULL;
+    }
     /* Event streams must reach the client as they are written: no caches, and no
      * buffering in a proxy (nginx reads X-Accel-Buffering). */
     bool sse = strncmp(content_type, "text/event-stream", 17) == 0;
@@ -221,6 +249,8 @@ llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
 
 static void reply_clear(llmr_http_reply *r)
 {
+    http_access_finish(r->access, 500, false); /* not sent: a reply that failed */
+    r->access = NULL;
     for (size_t i = 0; i < r->n_headers; i++) {
         free(r->headers[i].name);
         free(r->headers[i].value);
@@ -235,6 +265,10 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, llmr_http_reply *
 {
     if (!r->response)
         return MHD_NO; /* not even the error could be made: close the connection */
+    /* a whole answer is recorded now, before its client can see it (a request log
+     * read right after the answer has its entry); a client gone already: 499 */
+    http_access_finish(r->access, r->status, r->access && !http_client_connected(conn));
+    r->access = NULL;
     enum MHD_Result ret = MHD_queue_response(conn, r->status, r->response);
     if (ret != MHD_YES)
         llmr_log_warn(COMPONENT, "could not queue a %u response", r->status);
@@ -246,23 +280,35 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, llmr_http_reply *
 }
 
 /* A response made by the server itself, without the handler: an error object. */
-static enum MHD_Result send_error(llmr_http_server *srv, struct MHD_Connection *conn,
-                                  unsigned status, const char *type, const char *code,
-                                  const char *message)
+static http_access *access_new(llmr_http_server *srv, const request_ctx *rq,
+                               struct MHD_Connection *conn, const char *url, const char *method)
 {
-    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping};
+    (void)conn;
+    return http_access_new(srv->service, srv->on_done, srv->done_user, rq->request_id, method, url,
+                           rq->t0_ns, rq->arrival_unix_ms);
+}
+
+static enum MHD_Result send_error(llmr_http_server *srv, request_ctx *rq, struct MHD_Connection *conn,
+                                  const char *url, const char *method, unsigned status,
+                                  const char *type, const char *code, const char *message)
+{
+    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping, .request_id = rq->request_id,
+                         .access = access_new(srv, rq, conn, url, method)};
     llmr_http_reply_error(&r, status, type, NULL, code, message);
     enum MHD_Result ret = send_reply(conn, &r);
     reply_clear(&r);
     return ret;
 }
 
-static enum MHD_Result send_too_large(llmr_http_server *srv, struct MHD_Connection *conn)
+static enum MHD_Result send_too_large(llmr_http_server *srv, request_ctx *rq,
+                                      struct MHD_Connection *conn, const char *url,
+                                      const char *method)
 {
     char message[128];
     snprintf(message, sizeof message,
              "the request body is larger than the limit of %zu bytes", srv->max_body);
-    return send_error(srv, conn, 413, "invalid_request_error", "request_too_large", message);
+    return send_error(srv, rq, conn, url, method, 413, "invalid_request_error", "request_too_large",
+                      message);
 }
 
 /* The body's declared length (Content-Length); UINT64_MAX when there is none. */
@@ -310,7 +356,7 @@ static enum MHD_Result answer(llmr_http_server *srv, request_ctx *rq,
                               struct MHD_Connection *conn, const char *url, const char *method)
 {
     if (llmr_strbuf_failed(&rq->body))
-        return send_error(srv, conn, 500, "server_error", "internal_error",
+        return send_error(srv, rq, conn, url, method, 500, "server_error", "internal_error",
                           "out of memory reading the request body");
     llmr_http_request req = {
         .method = method,
@@ -320,9 +366,13 @@ static enum MHD_Result answer(llmr_http_server *srv, request_ctx *rq,
         .body_len = rq->body.len,
         .remote = rq->remote,
         .conn = conn,
+        .request_id = rq->request_id,
     };
-    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping};
+    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping, .request_id = rq->request_id,
+                         .access = access_new(srv, rq, conn, url, method)};
+    llmr_log_set_request_id(rq->request_id);
     srv->handler(srv->user, &req, &r);
+    llmr_log_set_request_id(NULL);
     if (!r.response) {
         llmr_log_warn(COMPONENT, "%s %s: the handler did not reply", method, url);
         llmr_http_reply_error(&r, 500, "server_error", NULL, "internal_error",
@@ -346,14 +396,19 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO; /* its context could not be allocated */
     if (!rq->started) {
         rq->started = true;
+        const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-request-id");
+        if (llmr_request_id_valid(given))
+            snprintf(rq->request_id, sizeof rq->request_id, "%s", given);
+        else
+            llmr_request_id_new(rq->request_id, sizeof rq->request_id);
         /* the decoded path would end at the NUL and name another resource */
         if (rq->nul_in_path)
-            return send_error(srv, conn, 400, "invalid_request_error", "invalid_path",
-                              "the request path holds an encoded NUL (%00)");
+            return send_error(srv, rq, conn, url, method, 400, "invalid_request_error",
+                              "invalid_path", "the request path holds an encoded NUL (%00)");
         uint64_t len = declared_length(conn);
         if (len != UINT64_MAX && len > srv->max_body) {
             if (expects_continue(conn) || past_drain_limit(srv, len))
-                return send_too_large(srv, conn);
+                return send_too_large(srv, rq, conn, url, method);
             rq->too_large = true; /* read it, drop it, then answer */
         }
         return MHD_YES;
@@ -364,7 +419,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return past_drain_limit(srv, rq->seen) ? MHD_NO : MHD_YES;
     }
     if (rq->too_large)
-        return send_too_large(srv, conn);
+        return send_too_large(srv, rq, conn, url, method);
     return answer(srv, rq, conn, url, method);
 }
 
@@ -385,6 +440,10 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
         return NULL;
     }
     llmr_strbuf_init(&rq->body);
+    rq->t0_ns = llmr_now_ns();
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    rq->arrival_unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *sa = info ? info->client_addr : NULL;
@@ -496,6 +555,13 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
     srv->handler = o->handler;
     srv->user = o->user;
     srv->max_body = o->max_body ? o->max_body : (size_t)8 << 20;
+    srv->on_done = o->on_done;
+    srv->done_user = o->done_user;
+    if (o->service && !(srv->service = strdup(o->service))) {
+        free(srv);
+        llmr_strbuf_puts(err, "out of memory starting the HTTP server");
+        return LLMR_OOM_RAM;
+    }
     atomic_init(&srv->stopping, false);
     /* poll, not select: select cannot watch descriptors past FD_SETSIZE (1024), which a
      * router with hundreds of streams (each with its connection to a node) reaches */
@@ -518,6 +584,7 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
                                                     : "cannot listen on %s:%u: %s";
         llmr_strbuf_printf(err, fmt, host, o->port,
                            e ? strerror(e) : "the HTTP server could not start");
+        free(srv->service);
         free(srv);
         return e ? LLMR_IO : LLMR_INTERNAL;
     }
@@ -540,5 +607,6 @@ void llmr_http_server_stop(llmr_http_server *s)
      * their connections close and their streams see on_close before this returns. */
     atomic_store(&s->stopping, true);
     MHD_stop_daemon(s->daemon);
+    free(s->service);
     free(s);
 }

@@ -18,6 +18,17 @@
  * reply to one request is ignored (with a warning).  llmr_http_server_stop waits for
  * handlers that are running to return.
  *
+ * Every request has an id (req->request_id): the client's x-request-id header when it
+ * is a valid one (llmr_request_id_valid), else a new one.  The id is the calling
+ * thread's log request id while the handler runs, and every answer carries it back
+ * as the x-request-id header.
+ *
+ * When a request is done (a whole answer made, or a stream ended) the server writes
+ * an access log line (options.service names it; NULL: none) and calls
+ * options.on_done with what it knows: method, path, status, duration, and what the
+ * handler noted (llmr_http_reply_note, llmr_http_stream_note: model, tokens, TTFT...).
+ * A client that went away before its answer is recorded with status 499.
+ *
  * Errors the server answers itself (400 for a path that encodes a NUL, 413, a handler
  * that did not reply: 500) carry an OpenAI-style body: {"error": {"message", "type",
  * "param", "code"}}. */
@@ -44,10 +55,42 @@ typedef struct llmr_http_request {
     size_t body_len;
     const char *remote;   /* the peer's address, "127.0.0.1" */
     void *conn;           /* the server's connection (for llmr_http_request_header) */
+    const char *request_id; /* the client's x-request-id, or a new id (see above) */
 } llmr_http_request;
 
 /* A request header by name (case-insensitive), or NULL. */
 const char *llmr_http_request_header(const llmr_http_request *req, const char *name);
+
+/* True once the client of this request has gone away (closed its connection or
+ * reset it), while its handler has not answered yet: a long answer may stop. */
+bool llmr_http_request_client_gone(const llmr_http_request *req);
+
+/* What the server records of a request when it is done (the access log line, and
+ * on_done for a request log). */
+typedef struct llmr_http_done {
+    const char *request_id, *method, *path;
+    unsigned status;           /* 499: the client went away before its answer ended */
+    const char *model, *node, *key_id, *response_id, *error; /* NULL when not noted */
+    uint32_t prompt_tokens, completion_tokens;
+    double ttft_ms;            /* < 0: no first token */
+    double duration_ms;        /* from the request line to the answer made or the
+                                  stream ended */
+    int64_t arrival_unix_ms;
+} llmr_http_done;
+typedef void (*llmr_http_done_fn)(void *user, const llmr_http_done *d);
+
+/* What a handler adds to that record: NULL strings and a 0 status leave a field as
+ * it was; usage sets the token counts and ttft_ms. */
+typedef struct llmr_http_note {
+    const char *model, *node, *key_id, *response_id, *error;
+    bool usage;
+    uint32_t prompt_tokens, completion_tokens;
+    double ttft_ms;
+    unsigned status;           /* what to record instead of the status sent (a stream
+                                  that ended in an error: its 200 went out first) */
+    bool quiet;                /* routine (a heartbeat): its access line, unless an
+                                  error, at debug level, as for GET /health and /metrics */
+} llmr_http_note;
 
 typedef void (*llmr_http_handler)(void *user, const llmr_http_request *req, llmr_http_reply *reply);
 
@@ -59,6 +102,10 @@ typedef struct llmr_http_server_options {
     unsigned timeout_s;      /* an idle connection is closed after this; default 120 */
     llmr_http_handler handler;
     void *user;
+    const char *service;     /* the access log's name for this server ("router",
+                                "node"); NULL: no access log */
+    llmr_http_done_fn on_done; /* NULL: none; runs on any thread */
+    void *done_user;
 } llmr_http_server_options;
 
 void llmr_http_server_options_default(llmr_http_server_options *o);
@@ -70,6 +117,13 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
 unsigned llmr_http_server_port(const llmr_http_server *s);
 /* Stops accepting, closes connections (open streams see on_close), frees. */
 void llmr_http_server_stop(llmr_http_server *s);
+
+/* Notes what the request log should know of this request (see llmr_http_note): any
+ * time until the handler returns (a job replying for it: until it replied); a stream
+ * takes what was noted before it opened. */
+void llmr_http_reply_note(llmr_http_reply *r, const llmr_http_note *n);
+/* The same for a stream, until llmr_http_stream_end. */
+void llmr_http_stream_note(llmr_http_stream *s, const llmr_http_note *n);
 
 /* Adds a response header (before the reply functions below). */
 void llmr_http_reply_header(llmr_http_reply *r, const char *name, const char *value);

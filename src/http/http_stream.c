@@ -46,6 +46,8 @@ struct llmr_http_stream {
     void *user;
     struct MHD_Connection *conn; /* for the hang-up check; only the reader uses it */
     const atomic_bool *stopping;
+    http_access *access;        /* the request's record, finished at the end */
+    unsigned status;            /* the status the stream was sent with */
 };
 
 static void stream_free(llmr_http_stream *s)
@@ -69,7 +71,7 @@ static void stream_release(llmr_http_stream *s)
 /* True while the client's socket is open for reading: a peer that closed its side
  * reads as end of file, a reset as an error.  Bytes it already sent (a pipelined
  * request) count as alive. */
-static bool client_connected(struct MHD_Connection *conn)
+bool http_client_connected(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -108,7 +110,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         struct timespec until;
         deadline_after_ms(&until, LLMR_HTTP_STREAM_POLL_MS);
         if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT &&
-            (atomic_load(s->stopping) || !client_connected(s->conn)))
+            (atomic_load(s->stopping) || !http_client_connected(s->conn)))
             s->gone = true;
     }
     ssize_t ret;
@@ -218,16 +220,39 @@ bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len)
     return ok;
 }
 
+void http_stream_take_access(llmr_http_stream *s, http_access *a, unsigned status)
+{
+    pthread_mutex_lock(&s->lock);
+    s->access = a;
+    s->status = status;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void llmr_http_stream_note(llmr_http_stream *s, const llmr_http_note *n)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    http_access_note(s->access, n);
+    pthread_mutex_unlock(&s->lock);
+}
+
 void llmr_http_stream_end(llmr_http_stream *s)
 {
     if (!s)
         return;
     pthread_mutex_lock(&s->lock);
+    /* the client left (or the server stopped) before the producer ended: 499 */
+    bool cut = s->gone && !s->ended;
+    http_access *a = s->access;
+    s->access = NULL;
     s->ended = true;
     pthread_cond_broadcast(&s->cond);
     /* An on_close running on another thread still uses the producer's user data. */
     while (s->closing && !pthread_equal(s->closer, pthread_self()))
         pthread_cond_wait(&s->cond, &s->lock);
+    unsigned status = s->status;
     pthread_mutex_unlock(&s->lock);
+    http_access_finish(a, status, cut);
     stream_release(s);
 }

@@ -235,8 +235,17 @@ struct gen {
     llmr_status status;
     char *message;
     uint32_t prompt_tokens, completion_tokens;
-    uint64_t t0_ns, last_ns;
+    uint64_t t0_ns, last_ns, first_ns;
 };
+
+/* What the access log and the metrics learn of a generation at its end. */
+static llmr_http_note gen_note(const gen *g)
+{
+    llmr_http_note note = {.response_id = g->id, .usage = true, .prompt_tokens = g->prompt_tokens,
+                           .completion_tokens = g->completion_tokens,
+                           .ttft_ms = g->first_ns ? (double)(g->first_ns - g->t0_ns) / 1e6 : -1};
+    return note;
+}
 
 /* The engine is done with g: out of the active list, and never put in it after. */
 static void active_remove(gen *g)
@@ -496,6 +505,8 @@ static void stream_end(gen *g)
         llmr_oai_sse_done(&sb);
     llmr_http_stream_write(g->out, sb.data, sb.len); /* false when the client has gone */
     llmr_strbuf_free(&sb);
+    llmr_http_note note = gen_note(g);
+    llmr_http_stream_note(g->out, &note);
     /* After this on_close does not run any more (one that was running has finished):
      * the stream's reference is ours to give back unless on_close took it. */
     llmr_http_stream_end(g->out);
@@ -516,9 +527,11 @@ static void on_event(void *user, const llmr_gen_event *ev)
     pthread_mutex_unlock(&g->lock);
     if (ev->id >= 0) {
         if (!g->last_ns)
-            llmr_node_metrics_ttft(&g->n->metrics, (double)(now - g->t0_ns) / 1e9);
+            llmr_node_metrics_ttft(&g->n->metrics, g->model, (double)(now - g->t0_ns) / 1e9);
         else
-            llmr_node_metrics_per_token(&g->n->metrics, (double)(now - g->last_ns) / 1e9);
+            llmr_node_metrics_per_token(&g->n->metrics, g->model, (double)(now - g->last_ns) / 1e9);
+        if (!g->first_ns)
+            g->first_ns = now;
         g->last_ns = now;
         json_t *lp = g->logprobs ? event_logprob(g, ev) : NULL;
         if (g->harmony) {
@@ -574,7 +587,7 @@ static void on_event(void *user, const llmr_gen_event *ev)
     g->message = ev->message ? strdup(ev->message) : NULL;
     g->prompt_tokens = ev->prompt_tokens;
     g->completion_tokens = ev->completion_tokens;
-    llmr_node_metrics_tokens(&g->n->metrics, ev->prompt_tokens, ev->completion_tokens);
+    llmr_node_metrics_tokens(&g->n->metrics, g->model, ev->prompt_tokens, ev->completion_tokens);
     llmr_node_metrics_in_flight(&g->n->metrics, -1);
     if (g->status == LLMR_CANCELLED)
         llmr_node_metrics_cancelled(&g->n->metrics);
@@ -629,6 +642,15 @@ static json_t *merge_completion_logprobs(const json_t *per_token)
 static void finish_whole(gen *g, llmr_http_reply *reply)
 {
     llmr_node_http *n = g->n;
+    llmr_http_note note = gen_note(g);
+    llmr_http_reply_note(reply, &note);
+    if (g->gone) { /* nobody reads this: it is what the log and the metrics record */
+        llmr_oai_error e;
+        llmr_oai_error_set(&e, 499, "invalid_request_error", "client_closed", NULL,
+                           "The client closed the connection before the answer was ready.");
+        reply_error(n, reply, g->ep, &e);
+        return;
+    }
     if (g->status != LLMR_OK) {
         llmr_oai_error e;
         error_from_status(&e, g->status, g->message);
@@ -656,6 +678,31 @@ static void finish_whole(gen *g, llmr_http_reply *reply)
                                             g->text.len, finish_reason(g->finish), &u,
                                             g->logprobs ? merge_completion_logprobs(g->lp_tokens) : NULL);
     reply_json(n, reply, g->ep, 200, body);
+}
+
+/* Waits (with g->lock) for the last event of a whole answer, looking every
+ * CLIENT_POLL_MS whether its client is still there: one that left cancels the request
+ * (the engine stops at its next step) and the answer is recorded as 499. */
+#define CLIENT_POLL_MS 50
+static void wait_whole(gen *g, const llmr_http_request *req, bool cancelled)
+{
+    while (!g->done) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += CLIENT_POLL_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&g->cond, &g->lock, &until);
+        if (g->done || cancelled || g->gone || !llmr_http_request_client_gone(req))
+            continue;
+        g->gone = true;
+        cancelled = true;
+        uint64_t id = g->request_id;
+        pthread_mutex_unlock(&g->lock);
+        llmr_log_info(COMPONENT, "the client of %s went away: cancelling it", g->id);
+        llmr_engine_host_cancel(g->n->host, id);
+        pthread_mutex_lock(&g->lock);
+    }
 }
 
 /* The prompt's token ids: rendered chat, a text prompt, or the ids given.  A chat's
@@ -750,6 +797,7 @@ static void handle_generate(llmr_node_http *n, llmr_endpoint ep, const llmr_http
     llmr_ids ids = LLMR_IDS_INIT;
     llmr_strbuf err = LLMR_STRBUF_INIT;
     gen *g = NULL;
+    llmr_http_reply_note(reply, &(llmr_http_note){.model = r.model});
     json_t *m = find_model(n, r.model);
     if (!m) {
         llmr_oai_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
@@ -887,8 +935,7 @@ static void handle_generate(llmr_node_http *n, llmr_endpoint ep, const llmr_http
     bool cancel = (g->gone || stopping) && !g->done;
     pthread_mutex_unlock(&n->lock);
     if (!g->stream)
-        while (!g->done)
-            pthread_cond_wait(&g->cond, &g->lock);
+        wait_whole(g, req, cancel);
     pthread_mutex_unlock(&g->lock);
     if (cancel)
         llmr_engine_host_cancel(n->host, id);
@@ -986,6 +1033,14 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
 
 /* ---- lifetime ------------------------------------------------------------------------ */
 
+/* A request is done: the per-model metrics of the generations. */
+static void on_done(void *user, const llmr_http_done *d)
+{
+    llmr_node_http *n = user;
+    if (d->model)
+        llmr_node_metrics_done(&n->metrics, d->model, d->status, d->duration_ms / 1e3);
+}
+
 llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_host *host,
                                  llmr_node_http **out, llmr_strbuf *err)
 {
@@ -1025,6 +1080,9 @@ llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_ho
     so.max_connections = 1024;
     so.handler = handle;
     so.user = n;
+    so.service = "node";
+    so.on_done = on_done;
+    so.done_user = n;
     st = llmr_http_server_start(&so, &n->srv, err);
     if (st != LLMR_OK) {
         llmr_http_cors_free(n->cors);

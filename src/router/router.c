@@ -84,6 +84,42 @@ static bool is_loopback(const char *host)
     return false;
 }
 
+/* GET /metrics: Prometheus text, open like /health (router_metrics.c). */
+static void metrics(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    if (strcmp(req->method, "GET") != 0) {
+        llmr_http_reply_header(reply, "Allow", "GET");
+        router_error(reply, 405, "invalid_request_error", "method_not_allowed", "/metrics takes GET, not %s.",
+                     req->method);
+        return;
+    }
+    llmr_strbuf out = LLMR_STRBUF_INIT;
+    router_metrics_write(r, &out);
+    llmr_http_reply_text(reply, 200, "text/plain; version=0.0.4", llmr_strbuf_cstr(&out), out.len);
+    llmr_strbuf_free(&out);
+}
+
+/* Whether an answer goes into the request log: every POST to /v1 (the OpenAI
+ * endpoints), whatever its status, and every other /v1 answer that is an error. */
+static bool logged(const llmr_http_done *d)
+{
+    return d->path && strncmp(d->path, "/v1/", 4) == 0 &&
+           ((d->method && strcmp(d->method, "POST") == 0) || d->status >= 400);
+}
+
+/* A request is done (the HTTP server's record): the request log and the metrics. */
+static void on_done(void *user, const llmr_http_done *d)
+{
+    llmr_router *r = user;
+    if (!logged(d))
+        return;
+    llmr_store_request row = {d->arrival_unix_ms, d->model, d->node, d->key_id, d->path, d->status,
+                              d->prompt_tokens, d->completion_tokens, d->ttft_ms >= 0 ? d->ttft_ms : -1,
+                              d->duration_ms, d->error, d->request_id};
+    llmr_store_log_request(r->store, &row);
+    router_metrics_done(r->metrics, d);
+}
+
 static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
 {
     llmr_router *r = user;
@@ -91,6 +127,10 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
         return; /* a browser's preflight: answered before any key is asked for */
     if (strcmp(req->path, "/health") == 0) {
         llmr_http_reply_json(reply, 200, json_pack("{s:s}", "status", "ok"));
+        return;
+    }
+    if (strcmp(req->path, "/metrics") == 0) {
+        metrics(r, req, reply);
         return;
     }
     if (router_dashboard_route(req, reply))
@@ -112,6 +152,7 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
             return;
         }
     }
+    llmr_http_reply_note(reply, &(llmr_http_note){.key_id = c.key_id});
     bool routed = strncmp(req->path, "/v0/", 4) == 0 ? router_admin_route(r, &c, req, reply)
                   : strncmp(req->path, "/v1/", 4) == 0 ? router_proxy_route(r, &c, req, reply)
                                                        : false;
@@ -197,6 +238,8 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK && !(r->templates = router_templates_new()))
         st = LLMR_OOM_RAM;
+    if (st == LLMR_OK && !(r->metrics = router_metrics_new()))
+        st = LLMR_OOM_RAM;
     if (st == LLMR_OK) {
         llmr_http_server_options so;
         llmr_http_server_options_default(&so);
@@ -207,6 +250,9 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         raise_fd_limit(r->o.max_connections);
         so.handler = handle;
         so.user = r;
+        so.service = "router";
+        so.on_done = on_done;
+        so.done_user = r;
         st = llmr_http_server_start(&so, &r->srv, err);
     }
     if (st != LLMR_OK) {
@@ -239,6 +285,7 @@ void llmr_router_stop(llmr_router *r)
     router_templates_free(r->templates);
     llmr_store_close(r->store);
     llmr_http_cors_free(r->cors);
+    router_metrics_free(r->metrics);
     pthread_mutex_destroy(&r->queue_lock);
     pthread_cond_destroy(&r->queue_cond);
     free_options(&r->o);

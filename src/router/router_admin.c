@@ -502,6 +502,7 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
         json_t *b = body_json(req, reply);
         if (!b)
             return true;
+        llmr_http_reply_note(reply, &(llmr_http_note){.quiet = true}); /* one a node a second */
         if (llmr_node_registry_heartbeat(r->nodes, seg[1], b, router_now_ms()))
             llmr_http_reply_json(reply, 200, json_pack("{s:b}", "ok", 1));
         else

@@ -14,6 +14,7 @@
 #include "router/store.h"
 
 typedef struct router_templates router_templates;
+typedef struct router_metrics router_metrics;
 
 struct llmr_router {
     llmr_router_options o;       /* strings owned */
@@ -31,6 +32,7 @@ struct llmr_router {
     unsigned jobs;
     pthread_mutex_t events_lock; /* the events streams' waits (router_events.c) */
     pthread_cond_t events_wake;  /* a stream's client left, or the router stops */
+    router_metrics *metrics;     /* GET /metrics (router_metrics.c) */
 };
 
 /* Who is asking: the scopes of the key presented (all, with --no-auth), its id. */
@@ -99,6 +101,14 @@ void router_job_run(llmr_router *r, const router_caller *c, const llmr_http_requ
 void router_job_replied(router_job *job);
 /* Waits until no job runs (for llmr_router_stop, after the server stopped). */
 void router_jobs_wait(llmr_router *r);
+
+/* ---- GET /metrics (router_metrics.c) ---- */
+router_metrics *router_metrics_new(void);
+void router_metrics_free(router_metrics *m);
+/* An answer to one of the OpenAI endpoints is done. */
+void router_metrics_done(router_metrics *m, const llmr_http_done *d);
+/* The whole text of GET /metrics. */
+void router_metrics_write(llmr_router *r, llmr_strbuf *out);
 
 /* ---- chat templates (router_render.c) ---- */
 router_templates *router_templates_new(void);

@@ -18,7 +18,7 @@ struct router_job {
     llmr_router *r;
     router_caller caller;     /* key_id owned */
     llmr_http_request req;    /* its strings are the copies below */
-    char *method, *path, *query, *body, *remote;
+    char *method, *path, *query, *body, *remote, *request_id;
     llmr_http_reply *reply;   /* the handler's, until replied */
     router_job_fn fn;
     int arg;
@@ -67,6 +67,7 @@ static void job_unref(router_job *j)
     free(j->query);
     free(j->body);
     free(j->remote);
+    free(j->request_id);
     free(j->caller.key_id);
     pthread_mutex_destroy(&j->lock);
     pthread_cond_destroy(&j->cond);
@@ -77,7 +78,9 @@ static void *job_main(void *arg)
 {
     router_job *j = arg;
     llmr_router *r = j->r;
+    llmr_log_set_request_id(j->request_id);
     j->fn(r, &j->caller, &j->req, j->reply, j, j->arg);
+    llmr_log_set_request_id(NULL);
     router_job_replied(j); /* a job that never replied leaves the handler its reply */
     job_unref(j);
     pthread_mutex_lock(&r->jobs_lock);
@@ -98,7 +101,8 @@ static char *copy(const char *s, size_t n)
     return d;
 }
 
-/* A copy of what the job reads of the request (its headers are not kept). */
+/* A copy of what the job reads of the request (its headers are not kept; its
+ * connection, for llmr_http_request_client_gone, only until the job replied). */
 static router_job *job_new(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                            llmr_http_reply *reply, router_job_fn fn, int arg)
 {
@@ -116,7 +120,9 @@ static router_job *job_new(llmr_router *r, const router_caller *c, const llmr_ht
     j->query = copy(req->query ? req->query : "", req->query ? strlen(req->query) : 0);
     j->body = copy(req->body ? req->body : "", req->body ? req->body_len : 0);
     j->remote = copy(req->remote ? req->remote : "", req->remote ? strlen(req->remote) : 0);
-    if (!j->method || !j->path || !j->query || !j->body || !j->remote || (c->key_id && !j->caller.key_id)) {
+    j->request_id = copy(req->request_id ? req->request_id : "", req->request_id ? strlen(req->request_id) : 0);
+    if (!j->method || !j->path || !j->query || !j->body || !j->remote || !j->request_id ||
+        (c->key_id && !j->caller.key_id)) {
         j->refs = 1;
         pthread_mutex_init(&j->lock, NULL);
         pthread_cond_init(&j->cond, NULL);
@@ -124,7 +130,7 @@ static router_job *job_new(llmr_router *r, const router_caller *c, const llmr_ht
         return NULL;
     }
     j->req = (llmr_http_request){j->method, j->path, j->query, j->body, req->body ? req->body_len : 0, j->remote,
-                                 NULL};
+                                 req->conn, j->request_id};
     j->refs = 2;
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->cond, NULL);

@@ -181,7 +181,20 @@ typedef struct attempt {
                                    the client sees it: a GET right after finds it) */
     size_t scanned;             /* capture: body bytes looked through for the last event */
     size_t last_event;          /* where it starts + 1 (0: not seen yet) */
+    const llmr_http_request *req; /* the client's (a whole answer: to see it leave) */
+    const char *node_id;        /* the node tried now */
 } attempt;
+
+/* What the request log learns of this try (llmr_http_note): the node, the usage,
+ * and the time to the node's first byte. */
+static llmr_http_note attempt_note(const attempt *a, unsigned status)
+{
+    llmr_http_note note = {.node = a->node_id, .usage = true, .prompt_tokens = a->prompt_tokens,
+                           .completion_tokens = a->completion_tokens,
+                           .ttft_ms = a->received ? (double)(a->first_ns - a->t0_ns) / 1e6 : -1,
+                           .status = status};
+    return note;
+}
 
 static bool stream_ended(attempt *a);
 static void store_captured(attempt *a);
@@ -276,6 +289,10 @@ static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, 
 {
     (void)dt, (void)dn, (void)ut, (void)un;
     attempt *a = user;
+    /* the client of a whole answer that left: the node's connection closes, which
+     * cancels the request there (a stream's client is seen leaving by its writes) */
+    if (!a->stream && !atomic_load(&a->gone) && llmr_http_request_client_gone(a->req))
+        atomic_store(&a->gone, true);
     return atomic_load(&a->gone) || atomic_load(&a->r->stopping) ? 1 : 0;
 }
 
@@ -291,6 +308,11 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
     a->curl = c;
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     h = curl_slist_append(h, "Expect:");
+    char rid[LLMR_REQUEST_ID_MAX + 32];
+    if (req->request_id && *req->request_id) { /* the node logs the request under the same id */
+        snprintf(rid, sizeof rid, "x-request-id: %s", req->request_id);
+        h = curl_slist_append(h, rid);
+    }
     curl_easy_setopt(c, CURLOPT_URL, target);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
@@ -327,7 +349,13 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
             json_decref(j);
             *status_out = 502;
         }
+        llmr_http_note note = attempt_note(a, *status_out == 502 ? 502 : 0);
+        llmr_http_stream_note(a->out, &note);
         llmr_http_stream_end(a->out);
+    } else if (atomic_load(&a->gone)) { /* nobody reads it: what the log records */
+        router_error(a->reply, 499, "invalid_request_error", "client_closed",
+                     "The client closed the connection before the answer was ready.");
+        *status_out = 499;
     } else if ((rc != CURLE_OK && !a->received) || status == 0 || status == 502) {
         if (a->too_big) {
             router_error(a->reply, 502, "server_error", "node_failed", "The node's answer was larger than %u MiB.",
@@ -518,8 +546,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
         llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
         return;
     }
-    int64_t arrival_ms = router_unix_ms();
-    uint64_t t0 = llmr_now_ns();
+    llmr_http_reply_note(reply, &(llmr_http_note){.model = q.model});
     llmr_store_model m = {0};
     llmr_strbuf err = LLMR_STRBUF_INIT;
     char id[32] = "", url[512];
@@ -575,6 +602,8 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     a.capture = responses && rs.store;
     a.caller = c;
     a.resp_input = rs.input;
+    a.req = req;
+    a.node_id = id;
     llmr_strbuf_init(&a.body);
     for (;;) {
         unsigned refused = acquire(r, q.model, tried, n_tried, id, sizeof id, url, sizeof url, reply);
@@ -607,14 +636,16 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     completion_tokens = a.completion_tokens;
     if (responses && status == 200 && !a.stored && (a.capture || !a.stream))
         store_response(r, c, &a, rs.input, &prompt_tokens, &completion_tokens, rs.store);
+    if (!a.out) { /* a whole answer (a stream's record was noted at its end) */
+        a.prompt_tokens = prompt_tokens;
+        a.completion_tokens = completion_tokens;
+        llmr_http_note note = attempt_note(&a, 0);
+        if (!id[0])
+            note.node = NULL;
+        llmr_http_reply_note(reply, &note);
+    }
     llmr_strbuf_free(&a.body);
-done:;
-    llmr_store_request logged = {arrival_ms, q.model, id[0] ? id : NULL, c->key_id,
-                                 responses ? "/v1/responses"
-                                 : kind == LLMR_OAI_CHAT ? "/v1/chat/completions" : "/v1/completions",
-                                 (unsigned)status, prompt_tokens, completion_tokens, ttft_ms,
-                                 (double)(llmr_now_ns() - t0) / 1e6, NULL};
-    llmr_store_log_request(r->store, &logged);
+done:
     free(rendered_body);
     llmr_store_model_free(&m);
     llmr_strbuf_free(&err);

@@ -77,6 +77,9 @@ static const char *const MIGRATIONS[] = {
     "  input TEXT NOT NULL,"
     "  response TEXT NOT NULL);"
     "CREATE INDEX responses_created ON responses (created_ms);",
+    /* 4: the request id of each request log entry (the x-request-id of its answer) */
+    "ALTER TABLE requests ADD COLUMN request_id TEXT;"
+    "CREATE INDEX requests_request_id ON requests (request_id);",
 };
 #define SCHEMA_LATEST ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 

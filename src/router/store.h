@@ -96,6 +96,7 @@ typedef struct llmr_store_request {
     uint32_t prompt_tokens, completion_tokens;
     double ttft_ms, duration_ms;
     const char *error;         /* NULL */
+    const char *request_id;    /* the x-request-id of its answer, or NULL */
 } llmr_store_request;
 
 /* Appends one entry (buffered: written by a background thread within a second; the

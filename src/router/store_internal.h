@@ -30,7 +30,7 @@
 
 typedef struct store_log_entry {
     int64_t time_ms;
-    char *model, *node, *key_id, *endpoint, *error;
+    char *model, *node, *key_id, *endpoint, *error, *request_id;
     unsigned status;
     uint32_t prompt_tokens, completion_tokens;
     double ttft_ms, duration_ms;

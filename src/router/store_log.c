@@ -19,6 +19,7 @@ static void entry_free(store_log_entry *e)
     free(e->key_id);
     free(e->endpoint);
     free(e->error);
+    free(e->request_id);
 }
 
 /* A copy of text, at most STORE_LOG_TEXT_MAX bytes of it; *ok turns false when out
@@ -43,6 +44,7 @@ void llmr_store_log_request(llmr_store *s, const llmr_store_request *r)
         .key_id = dup_or_null(r->key_id, &ok),
         .endpoint = dup_or_null(r->endpoint, &ok),
         .error = dup_or_null(r->error, &ok),
+        .request_id = dup_or_null(r->request_id, &ok),
         .status = r->status,
         .prompt_tokens = r->prompt_tokens,
         .completion_tokens = r->completion_tokens,
@@ -105,8 +107,8 @@ static void write_batch(llmr_store *s, const store_log_entry *batch, size_t n, b
     }
     if (n > 0 && sqlite3_prepare_v2(s->db, "INSERT INTO requests (time_ms, model, node, key_id, "
                                            "endpoint, status, prompt_tokens, completion_tokens, "
-                                           "ttft_ms, duration_ms, error) "
-                                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                           "ttft_ms, duration_ms, error, request_id) "
+                                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                     -1, &st, NULL) != SQLITE_OK) {
         llmr_store_sql_fail(s, &err, "writing the request log");
         goto rollback;
@@ -125,6 +127,7 @@ static void write_batch(llmr_store *s, const store_log_entry *batch, size_t n, b
         bind_real(st, 9, e->ttft_ms);
         bind_real(st, 10, e->duration_ms);
         llmr_store_bind_text(st, 11, e->error);
+        llmr_store_bind_text(st, 12, e->request_id);
         if (sqlite3_step(st) != SQLITE_DONE) {
             llmr_store_sql_fail(s, &err, "writing the request log");
             goto rollback;
@@ -272,8 +275,8 @@ json_t *llmr_store_recent_requests(llmr_store *s, size_t limit)
     if (!list)
         goto fail;
     if (sqlite3_prepare_v2(s->db, "SELECT id, time_ms, model, node, key_id, endpoint, status, "
-                                  "prompt_tokens, completion_tokens, ttft_ms, duration_ms, error "
-                                  "FROM requests ORDER BY time_ms DESC, id DESC LIMIT ?",
+                                  "prompt_tokens, completion_tokens, ttft_ms, duration_ms, error, "
+                                  "request_id FROM requests ORDER BY time_ms DESC, id DESC LIMIT ?",
                            -1, &st, NULL) != SQLITE_OK) {
         llmr_store_sql_fail(s, &err, "reading the request log");
         goto fail;
@@ -297,7 +300,8 @@ json_t *llmr_store_recent_requests(llmr_store *s, size_t limit)
                                                          ? json_null()
                                                          : json_real(sqlite3_column_double(st, c))) == 0;
         if (ok)
-            ok = json_object_set_new(o, "error", llmr_store_column_string(st, 11)) == 0;
+            ok = json_object_set_new(o, "error", llmr_store_column_string(st, 11)) == 0 &&
+                 json_object_set_new(o, "request_id", llmr_store_column_string(st, 12)) == 0;
         if (!ok) {
             llmr_strbuf_puts(&err, "reading the request log: out of memory");
             goto fail;

@@ -171,6 +171,117 @@ TEST(log_filters_by_level_and_carries_request_id)
     llmr_log_set_level(LLMR_LOG_INFO);
 }
 
+TEST(request_ids_are_checked_and_made)
+{
+    CHECK(llmr_request_id_valid("client-id.42"));
+    CHECK(llmr_request_id_valid("a:b/c_d~e"));
+    CHECK(!llmr_request_id_valid(NULL));
+    CHECK(!llmr_request_id_valid(""));
+    CHECK(!llmr_request_id_valid("has space"));
+    CHECK(!llmr_request_id_valid("quo\"te"));
+    CHECK(!llmr_request_id_valid("back\\slash"));
+    CHECK(!llmr_request_id_valid("tab\there"));
+    CHECK(!llmr_request_id_valid("caf\xc3\xa9"));
+    char id[LLMR_REQUEST_ID_MAX + 2];
+    memset(id, 'x', LLMR_REQUEST_ID_MAX);
+    id[LLMR_REQUEST_ID_MAX] = '\0';
+    CHECK(llmr_request_id_valid(id)); /* the longest */
+    id[LLMR_REQUEST_ID_MAX] = 'x';
+    id[LLMR_REQUEST_ID_MAX + 1] = '\0';
+    CHECK(!llmr_request_id_valid(id));
+    char a[33], b[33];
+    llmr_request_id_new(a, sizeof a);
+    llmr_request_id_new(b, sizeof b);
+    CHECK_EQ_INT(strlen(a), 32);
+    CHECK(strspn(a, "0123456789abcdef") == 32);
+    CHECK(strcmp(a, b) != 0);
+    CHECK(llmr_request_id_valid(a));
+}
+
+TEST(json_log_lines_are_json_objects_with_the_text_escaped)
+{
+    llmr_log_format f;
+    CHECK(llmr_log_format_parse("JSON", &f) && f == LLMR_LOG_FORMAT_JSON);
+    CHECK(llmr_log_format_parse("text", &f) && f == LLMR_LOG_FORMAT_TEXT);
+    CHECK(!llmr_log_format_parse("xml", &f));
+    llmr_log_set_sink(capture, NULL);
+    llmr_log_set_format(LLMR_LOG_FORMAT_JSON);
+    llmr_log_set_request_id("r-1");
+    llmr_log_warn("store", "a \"quoted\" path\\x with a\nnewline and \x01");
+    json_error_t e;
+    json_t *o = json_loads(last_line, 0, &e);
+    CHECK(o != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "level")), "warn");
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "component")), "store");
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "request_id")), "r-1");
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "message")),
+                 "a \"quoted\" path\\x with a\nnewline and \x01");
+    CHECK(json_string_value(json_object_get(o, "time")) != NULL);
+    json_decref(o);
+    /* a message longer than a line is cut, and the line still parses */
+    char big[5000];
+    memset(big, '"', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    llmr_log_warn("store", "%s", big);
+    o = json_loads(last_line, 0, &e);
+    CHECK(o != NULL);
+    CHECK(strlen(json_string_value(json_object_get(o, "message"))) < sizeof big);
+    json_decref(o);
+
+    llmr_log_access_entry acc = {"router", "r-2", "POST", "/v1/chat/completions", 200, "m", "n-1", NULL,
+                                 5, 7, 12.5, 40.25, false};
+    llmr_log_access(&acc);
+    o = json_loads(last_line, 0, &e);
+    CHECK(o != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "component")), "access");
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "request_id")), "r-2");
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "path")), "/v1/chat/completions");
+    CHECK_EQ_INT(json_integer_value(json_object_get(o, "status")), 200);
+    CHECK_EQ_INT(json_integer_value(json_object_get(o, "completion_tokens")), 7);
+    CHECK(json_real_value(json_object_get(o, "ttft_ms")) == 12.5);
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "node")), "n-1");
+    json_decref(o);
+
+    /* bytes that are not UTF-8 (a decoded path may hold any) keep the line JSON */
+    acc.path = "/caf\xc3\xa9/\xff\xfe";
+    llmr_log_access(&acc);
+    CHECK(llmr_utf8_valid(last_line, strlen(last_line), NULL));
+    o = json_loads(last_line, 0, &e);
+    CHECK(o != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "path")), "/caf\xc3\xa9/\xef\xbf\xbd\xef\xbf\xbd");
+    json_decref(o);
+
+    llmr_log_set_format(LLMR_LOG_FORMAT_TEXT);
+    acc.ttft_ms = -1;
+    acc.path = "/a b";
+    llmr_log_access(&acc);
+    CHECK_CONTAINS(last_line, "access [req=r-2] router POST /a%20b 200 model=m node=n-1");
+    CHECK_CONTAINS(last_line, "prompt_tokens=5 completion_tokens=7 ttft_ms=- duration_ms=40.2");
+    acc.model = "two\nlines";
+    llmr_log_access(&acc);
+    CHECK_CONTAINS(last_line, "model=two%0Alines");
+    CHECK(strchr(last_line, '\n') == NULL);
+    /* a huge model name is cut, and the JSON line keeps its other fields */
+    char huge[3000];
+    memset(huge, 'm', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    acc.model = huge;
+    llmr_log_set_format(LLMR_LOG_FORMAT_JSON);
+    llmr_log_access(&acc);
+    o = json_loads(last_line, 0, &e);
+    CHECK(o != NULL);
+    CHECK_EQ_INT(json_integer_value(json_object_get(o, "completion_tokens")), 7);
+    json_decref(o);
+    llmr_log_set_format(LLMR_LOG_FORMAT_TEXT);
+    /* a routine one is a debug line */
+    int before = lines;
+    acc.quiet = true;
+    llmr_log_access(&acc);
+    CHECK_EQ_INT(lines, before);
+    llmr_log_set_request_id(NULL);
+    llmr_log_set_sink(NULL, NULL);
+}
+
 TEST(file_names_from_outside_are_checked)
 {
     CHECK(llmr_file_name_is_safe("model-00001-of-00002.safetensors"));
@@ -219,6 +330,8 @@ int main(void)
     RUN(problems_are_capped_and_remember_codes);
     RUN(json_rejects_duplicates_and_reports_position);
     RUN(log_filters_by_level_and_carries_request_id);
+    RUN(request_ids_are_checked_and_made);
+    RUN(json_log_lines_are_json_objects_with_the_text_escaped);
     RUN(file_names_from_outside_are_checked);
     RUN(read_file_enforces_its_limit_and_atomic_write_replaces);
     return llmr_test_finish();

@@ -29,6 +29,9 @@ static struct {
     size_t received;           /* stream bytes the client got */
     int pieces;                /* client write callbacks with stream bytes */
     bool abort_after_first;    /* the client hangs up after its first bytes */
+    int done;                  /* on_done calls (a server with the record) */
+    llmr_http_done last;       /* the last record: strings copied below */
+    char rid[80], path[64], model[32];
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void reset_state(void)
@@ -41,6 +44,24 @@ static void reset_state(void)
     g.received = 0;
     g.pieces = 0;
     g.abort_after_first = false;
+    g.done = 0;
+    pthread_mutex_unlock(&g.lock);
+}
+
+static void on_done(void *user, const llmr_http_done *d)
+{
+    (void)user;
+    pthread_mutex_lock(&g.lock);
+    g.done++;
+    g.last = *d;
+    snprintf(g.rid, sizeof g.rid, "%s", d->request_id ? d->request_id : "");
+    snprintf(g.path, sizeof g.path, "%s", d->path ? d->path : "");
+    snprintf(g.model, sizeof g.model, "%s", d->model ? d->model : "");
+    g.last.request_id = g.rid;
+    g.last.path = g.path;
+    g.last.model = g.model;
+    g.last.node = g.last.key_id = g.last.response_id = g.last.error = g.last.method = NULL;
+    pthread_cond_broadcast(&g.cond);
     pthread_mutex_unlock(&g.lock);
 }
 
@@ -66,6 +87,12 @@ static void handler(void *user, const llmr_http_request *req, llmr_http_reply *r
     pthread_mutex_unlock(&g.lock);
     if (strcmp(req->path, "/noreply") == 0)
         return;
+    if (strcmp(req->path, "/noted") == 0) {
+        llmr_http_reply_note(reply, &(llmr_http_note){.model = "m1", .usage = true, .prompt_tokens = 3,
+                                                      .completion_tokens = 4, .ttft_ms = 1.5});
+        llmr_http_reply_text(reply, 200, "text/plain", req->request_id, strlen(req->request_id));
+        return;
+    }
     if (strcmp(req->path, "/text") == 0) {
         llmr_http_reply_text(reply, 201, "text/plain", "made", 4);
         return;
@@ -90,10 +117,12 @@ static void handler(void *user, const llmr_http_request *req, llmr_http_reply *r
     llmr_http_reply_json(reply, 200, echo);
 }
 
-static llmr_http_server *start_server(size_t max_body)
+static llmr_http_server *start_server_with(size_t max_body, llmr_http_done_fn done)
 {
     llmr_http_server_options o;
     llmr_http_server_options_default(&o);
+    o.on_done = done;
+    o.service = done ? "test" : NULL;
     o.host = "127.0.0.1";
     o.port = 0;
     if (max_body)
@@ -108,6 +137,12 @@ static llmr_http_server *start_server(size_t max_body)
     return s;
 }
 
+static llmr_http_server *start_server(size_t max_body)
+{
+    return start_server_with(max_body, NULL);
+}
+
+
 /* Waits (up to WAIT_MS) until *flag reaches at least want; g.lock is held. */
 static bool wait_count_locked(const int *flag, int want)
 {
@@ -119,6 +154,11 @@ static bool wait_count_locked(const int *flag, int want)
             return *flag >= want;
     }
     return true;
+}
+
+static bool wait_done(int want)
+{
+    return wait_count_locked(&g.done, want);
 }
 
 static bool wait_received(size_t want)
@@ -750,6 +790,109 @@ TEST(defaults)
     CHECK_EQ_INT(llmr_http_server_port(NULL), 0);
 }
 
+/* ---- request ids and the record of each request ------------------------------------ */
+
+TEST(request_id_is_the_clients_or_a_new_one_and_each_answer_is_recorded)
+{
+    reset_state();
+    llmr_http_server *srv = start_server_with(0, on_done);
+    unsigned port = llmr_http_server_port(srv);
+    fetch_result r;
+    char buf[128];
+    fetch(NULL, port, "GET", "/noted", NULL, 0, 0, "x-request-id: client-7", &r);
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_EQ_STR(header_of(&r, "x-request-id", buf, sizeof buf), "client-7");
+    CHECK_EQ_STR(llmr_strbuf_cstr(&r.body), "client-7"); /* the handler sees it */
+    fetch_free(&r);
+    CHECK(wait_done(1));
+    pthread_mutex_lock(&g.lock);
+    CHECK_EQ_STR(g.last.request_id, "client-7");
+    CHECK_EQ_STR(g.last.path, "/noted");
+    CHECK_EQ_STR(g.last.model, "m1");
+    CHECK_EQ_INT(g.last.status, 200);
+    CHECK_EQ_INT(g.last.prompt_tokens, 3);
+    CHECK_EQ_INT(g.last.completion_tokens, 4);
+    CHECK(g.last.ttft_ms == 1.5);
+    CHECK(g.last.duration_ms >= 0);
+    pthread_mutex_unlock(&g.lock);
+
+    /* none, or an invalid one: a new id, the same in the header, the body and the record */
+    const char *headers[] = {NULL, "x-request-id: two words", "x-request-id: \"q\""};
+    for (int i = 0; i < 3; i++) {
+        fetch(NULL, port, "GET", "/noted", NULL, 0, 0, headers[i], &r);
+        const char *id = header_of(&r, "x-request-id", buf, sizeof buf);
+        CHECK(id && strlen(id) == 32 && strspn(id, "0123456789abcdef") == 32);
+        CHECK_EQ_STR(llmr_strbuf_cstr(&r.body), id ? id : "");
+        CHECK(wait_done(2 + i));
+        pthread_mutex_lock(&g.lock);
+        CHECK_EQ_STR(g.last.request_id, id ? id : "");
+        pthread_mutex_unlock(&g.lock);
+        fetch_free(&r);
+    }
+    /* an answer the server makes itself (413) carries one too, and is recorded */
+    llmr_http_server_stop(srv);
+    reset_state();
+    srv = start_server_with(16, on_done);
+    port = llmr_http_server_port(srv);
+    fetch(NULL, port, "POST", "/x", "0123456789abcdefghij", 20, 0, "x-request-id: big-1", &r);
+    CHECK_EQ_INT(r.status, 413);
+    CHECK_EQ_STR(header_of(&r, "x-request-id", buf, sizeof buf), "big-1");
+    fetch_free(&r);
+    CHECK(wait_done(1));
+    pthread_mutex_lock(&g.lock);
+    CHECK_EQ_INT(g.last.status, 413);
+    CHECK_EQ_STR(g.last.request_id, "big-1");
+    pthread_mutex_unlock(&g.lock);
+    llmr_http_server_stop(srv);
+}
+
+TEST(a_stream_is_recorded_at_its_end_and_one_its_client_left_as_499)
+{
+    reset_state();
+    llmr_http_server *srv = start_server_with(0, on_done);
+    client_job job;
+    client_start(&job, llmr_http_server_port(srv));
+    llmr_http_stream *s = wait_stream();
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(llmr_http_stream_write(s, "data: 1\n\n", 9));
+        llmr_http_stream_note(s, &(llmr_http_note){.usage = true, .completion_tokens = 9, .ttft_ms = 2});
+        llmr_http_stream_end(s);
+    }
+    pthread_join(job.thread, NULL);
+    fetch_free(&job.r);
+    CHECK(wait_done(1));
+    pthread_mutex_lock(&g.lock);
+    CHECK_EQ_INT(g.last.status, 200);
+    CHECK_EQ_INT(g.last.completion_tokens, 9);
+    CHECK_EQ_STR(g.last.path, "/stream");
+    pthread_mutex_unlock(&g.lock);
+
+    /* the client hangs up after the first bytes: the record says 499 at the end */
+    reset_state();
+    pthread_mutex_lock(&g.lock);
+    g.abort_after_first = true;
+    pthread_mutex_unlock(&g.lock);
+    client_start(&job, llmr_http_server_port(srv));
+    s = wait_stream();
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(llmr_http_stream_write(s, "data: 1\n\n", 9));
+        pthread_join(job.thread, NULL);
+        CHECK(wait_closes(1));
+        CHECK_EQ_INT(g.done, 0); /* not before the producer ends it */
+        llmr_http_stream_end(s);
+    } else {
+        pthread_join(job.thread, NULL);
+    }
+    fetch_free(&job.r);
+    CHECK(wait_done(1));
+    pthread_mutex_lock(&g.lock);
+    CHECK_EQ_INT(g.last.status, 499);
+    pthread_mutex_unlock(&g.lock);
+    llmr_http_server_stop(srv);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -768,5 +911,7 @@ int main(void)
     RUN(stop_with_a_stream_open_closes_it);
     RUN(address_in_use_names_host_and_port);
     curl_global_cleanup();
+    RUN(request_id_is_the_clients_or_a_new_one_and_each_answer_is_recorded);
+    RUN(a_stream_is_recorded_at_its_end_and_one_its_client_left_as_499);
     return llmr_test_finish();
 }

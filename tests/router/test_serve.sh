@@ -46,18 +46,20 @@ for d in "${LLMR_GPT_OSS_TOKENIZER_DIR:-}" "$bin/data/gpt-oss" "$bin/../data/gpt
 done
 [[ -n $demo ]] || echo "no gpt-oss tokenizer (make fetches it; or LLMR_SHARED_DIR): the demo checks are left out"
 
-# start_serve LOG: serve in the background; sets serve_pid, port and LLMR_ROUTER
+# start_serve LOG [ARG...]: serve in the background; sets serve_pid, port and LLMR_ROUTER
 start_serve() {
-  LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 --cors-origins http://app.test >"$1" 2>&1 &
+  local log=$1
+  shift
+  LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 --cors-origins http://app.test "$@" >"$log" 2>&1 &
   serve_pid=$!
   port=
   for _ in $(seq 300); do
-    port=$(grep -o 'the OpenAI API at http://127.0.0.1:[0-9]*' "$1" | grep -o '[0-9]*$')
+    port=$(grep -o 'the OpenAI API at http://127.0.0.1:[0-9]*' "$log" | grep -o '[0-9]*$')
     [[ -n $port ]] && break
     kill -0 "$serve_pid" 2>/dev/null || break
     sleep 0.05
   done
-  [[ -n $port ]] || { cat "$1"; fail "serve did not start"; finish_checks serve; }
+  [[ -n $port ]] || { cat "$log"; fail "serve did not start"; finish_checks serve; }
   export LLMR_ROUTER=http://127.0.0.1:$port
 }
 stop_serve() {
@@ -108,6 +110,14 @@ if [[ -n $demo ]]; then
   has "$(cat "$tmp/serve.log")" "SYNTHETIC DEMO model, \"$DEMO\"" "serve says the model is a synthetic demo"
   has "$(cat "$tmp/serve.log")" "answers are" "serve says the demo's answers are noise"
 fi
+# every address it listens on: the router's metrics, and the node with its metrics
+has "$(cat "$tmp/serve.log")" "the router's metrics at $LLMR_ROUTER/metrics" "serve prints the router's /metrics"
+node_metrics=$(grep -o 'its metrics at http://127.0.0.1:[0-9]*/metrics' "$tmp/serve.log" | grep -o 'http.*')
+[[ -n $node_metrics ]] || fail "serve prints the node's metrics address: $(cat "$tmp/serve.log")"
+[[ -n $node_metrics ]] && has "$(curl -s "$node_metrics")" "llmr_http_requests_total" "the node's printed /metrics answers"
+has "$(curl -s "$LLMR_ROUTER/metrics")" "llmr_router_num_requests_waiting" "the router's printed /metrics answers"
+expect 2 "serve --node-port 70000" -- "$LLMR" serve --node-port 70000
+has "$err" "--node-port takes a TCP port" "a bad --node-port is refused"
 
 expect 0 "list with no key given: the key file's" -- "$LLMR" list
 [[ $(cat "$LLMR_DATA_DIR/admin.key") == "$admin" ]] || fail "serve keeps the admin key in DATA_DIR/admin.key"
@@ -179,7 +189,10 @@ stop_serve
 expect 1 "list with no router" -- env LLMR_API_KEY=$admin "$LLMR" list
 has "$err" "no router answers at $LLMR_ROUTER" "list with no router says so"
 has "$err" "llmr serve" "list with no router says how to start one"
-start_serve "$tmp/serve2.log"
+free_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start_serve "$tmp/serve2.log" --node-port "$free_port"
+has "$(cat "$tmp/serve2.log")" "the node at http://127.0.0.1:$free_port " "--node-port puts the node on that port"
+has "$(curl -s "http://127.0.0.1:$free_port/metrics")" "llmr_http_requests_total" "the node answers on --node-port"
 [[ $(grep -c 'SYNTHETIC DEMO' "$tmp/serve2.log") == 0 ]] || fail "the restart made a demo again"
 wait_listed loop
 wait_listed loop2
