@@ -75,7 +75,12 @@ typedef struct request {
     float top_p, min_p;
     uint64_t seed;
     bool want_logprob;
-    float *row;           /* the GPU path's row of logits for the CPU sampler (not gpu_pick) */
+    float repetition, presence, frequency; /* gpu_pick: the penalties (1, 0, 0: off), whose */
+    int32_t *pen_ids;     /* seen tokens (the sampler keeps them) go up in these, */
+    uint32_t *pen_counts; /* grown as needed */
+    uint32_t pen_cap;
+    float *row;           /* the GPU path's row of logits for the CPU sampler (not gpu_pick, or
+                             a step whose penalties do not fit: GPT_CUDA_PEN_CAP) */
     float *logits_out;    /* a logits() request (GPU path): rows of positions logits_first.. */
     uint32_t logits_first; /* of the prompt go here, and no token is generated */
     uint64_t cache_bytes; /* its KV cache now (under the model's lock) */

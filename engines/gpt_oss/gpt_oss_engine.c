@@ -326,6 +326,8 @@ static void request_free(request *r)
 {
     gpt_sampler_free(r->sampler);
     free(r->row);
+    free(r->pen_ids);
+    free(r->pen_counts);
     free(r->prompt);
     free(r->stop_ids);
     free(r);
@@ -378,21 +380,25 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
         r->on_token = on_token;
         r->user = user;
         r->sampler = gpt_sampler_create(&sp, c->vocab, p->prompt, p->prompt_len, &why);
-        /* what the GPU's pick does: temperature (greedy below 1e-5), top_k, top_p, min_p
-         * and the logprob; penalties and top_logprobs are the CPU sampler's */
-        r->gpu_pick = !e->host_sampler && p->repetition_penalty == 1.0f &&
-                      p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f &&
-                      p->top_logprobs == 0;
+        /* what the GPU's pick does: temperature (greedy below 1e-5), top_k, top_p, min_p,
+         * the penalties and the logprob; top_logprobs are the CPU sampler's */
+        r->gpu_pick = !e->host_sampler && p->top_logprobs == 0;
+        r->repetition = p->repetition_penalty;
+        r->presence = p->presence_penalty;
+        r->frequency = p->frequency_penalty;
         r->temperature = p->temperature;
         r->top_k = p->top_k;
         r->top_p = p->top_p;
         r->min_p = p->min_p;
         r->seed = p->seed;
         r->want_logprob = p->logprobs != 0;
-        if (on_gpu(e) && !r->gpu_pick) /* the row the CPU sampler reads */
+        /* the row the CPU sampler reads (with penalties, for a step whose seen tokens
+         * pass what the GPU's pick takes) */
+        if (on_gpu(e) && (!r->gpu_pick || (r->sampler && gpt_sampler_penalizes(r->sampler))))
             r->row = malloc((size_t)c->vocab * sizeof *r->row);
     }
-    if (!r || !r->prompt || !r->stop_ids || !r->sampler || (on_gpu(e) && !r->gpu_pick && !r->row)) {
+    if (!r || !r->prompt || !r->stop_ids || !r->sampler ||
+        (on_gpu(e) && (!r->gpu_pick || gpt_sampler_penalizes(r->sampler)) && !r->row)) {
         set_error(e->error, "%s", why ? why : "out of memory");
         if (r)
             request_free(r);

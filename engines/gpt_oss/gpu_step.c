@@ -1,10 +1,11 @@
 /* A step of the GPU path's step loop (step_loop.c): the scheduler's items become
  * gpt_cuda items (tokens, positions, block tables, how each is sampled) and run through
  * the model in one forward pass.  A request whose sampling the GPU's pick does
- * (temperature, top_k, top_p, min_p, the logprob) is picked there; one with penalties or
- * top_logprobs has its row of logits come to the host for the CPU sampler (sampler.h), as
- * every request does with the load option "host_sampler"; a logits() request gets the
- * rows of its prompt.  See
+ * (temperature, top_k, top_p, min_p, the penalties over the tokens its CPU sampler has
+ * seen, the logprob) is picked there; one with top_logprobs has its row of logits come
+ * to the host for the CPU sampler (sampler.h), as every request does with the load
+ * option "host_sampler", and as a request's penalties do in a step whose seen tokens
+ * would pass GPT_CUDA_PEN_CAP; a logits() request gets the rows of its prompt.  See
  * gpt_engine.h. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -27,11 +28,30 @@ static bool room(gpt_gpu_items *buf, uint32_t n)
     return true;
 }
 
-/* Item i of the step as the GPU takes it. */
-static void describe_item(const llmr_sched_item *si, gpt_cuda_item *it, uint32_t vocab)
+/* Room for n seen tokens in r's penalty buffers. */
+static bool pen_room(request *r, uint32_t n)
+{
+    if (n <= r->pen_cap)
+        return true;
+    uint32_t cap = n < 1024 ? 1024 : n + n / 2;
+    int32_t *ids = realloc(r->pen_ids, (size_t)cap * sizeof *ids);
+    if (ids)
+        r->pen_ids = ids;
+    uint32_t *counts = ids ? realloc(r->pen_counts, (size_t)cap * sizeof *counts) : NULL;
+    if (!counts)
+        return false;
+    r->pen_counts = counts;
+    r->pen_cap = cap;
+    return true;
+}
+
+/* Item i of the step as the GPU takes it; pen_used: the penalty entries of the step's
+ * items so far. */
+static void describe_item(const llmr_sched_item *si, gpt_cuda_item *it, uint32_t vocab,
+                          uint32_t *pen_used)
 {
     const llmr_sched_seq *q = si->seq;
-    const request *r = q->user;
+    request *r = q->user;
     memset(it, 0, sizeof *it);
     it->tokens = q->tokens + si->start;
     it->start = si->start;
@@ -52,8 +72,21 @@ static void describe_item(const llmr_sched_item *si, gpt_cuda_item *it, uint32_t
     }
     if (!si->sample)
         return;
-    if (r->gpu_pick) {
+    uint32_t seen = r->gpu_pick ? gpt_sampler_seen(r->sampler, NULL, NULL, 0) : 0;
+    if (r->gpu_pick && seen > GPT_CUDA_PEN_CAP - *pen_used) /* or no room: the CPU's */
+        seen = UINT32_MAX;
+    else if (seen && pen_room(r, seen))
+        *pen_used += gpt_sampler_seen(r->sampler, r->pen_ids, r->pen_counts, seen);
+    else if (seen)
+        seen = UINT32_MAX;
+    if (r->gpu_pick && seen != UINT32_MAX) {
         it->pick = true;
+        it->pen_ids = r->pen_ids;
+        it->pen_counts = r->pen_counts;
+        it->n_pen = seen;
+        it->repetition = r->repetition;
+        it->presence = r->presence;
+        it->frequency = r->frequency;
         it->temperature = r->temperature;
         it->seed = r->seed;
         it->draw = q->len - q->prompt_len; /* the same after a preemption */
@@ -73,8 +106,9 @@ llmr_status gpt_gpu_step_run(llmr_engine_model *e, gpt_gpu_items *buf, const llm
         snprintf(err, GPT_ERR_MAX, "out of memory for the step");
         return LLMR_OOM_RAM;
     }
+    uint32_t pen_used = 0;
     for (uint32_t i = 0; i < step->n_items; i++)
-        describe_item(&step->items[i], &buf->items[i], e->m.cfg.vocab);
+        describe_item(&step->items[i], &buf->items[i], e->m.cfg.vocab, &pen_used);
     llmr_status st = gpt_cuda_step(e->gpu, buf->items, step->n_items, err);
     if (st != LLMR_OK)
         return st;
@@ -85,9 +119,10 @@ llmr_status gpt_gpu_step_run(llmr_engine_model *e, gpt_gpu_items *buf, const llm
         if (!si->sample || r->logits_out)
             continue;
         memset(&r->last, 0, sizeof r->last);
-        if (r->gpu_pick) {
+        if (buf->items[i].pick) {
             r->last.id = buf->items[i].picked;
             r->last.logprob = r->want_logprob ? buf->items[i].logprob : 0.0f;
+            gpt_sampler_accept(r->sampler, r->last.id); /* for its penalties */
         } else {
             gpt_sampler_sample(r->sampler, r->row, &r->last);
         }

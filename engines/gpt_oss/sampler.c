@@ -738,3 +738,27 @@ void gpt_sampler_sample(gpt_sampler *s, float *logits, gpt_sample *out)
     if (s->state)
         mark(s, (int32_t)id, false);
 }
+
+/* ---- the penalties, for a pick elsewhere ---------------------------------------- */
+
+bool gpt_sampler_penalizes(const gpt_sampler *s)
+{
+    return s->state != NULL;
+}
+
+uint32_t gpt_sampler_seen(const gpt_sampler *s, int32_t *ids, uint32_t *counts, uint32_t cap)
+{
+    if (!s->state)
+        return 0;
+    for (uint32_t j = 0; j < s->n_seen && j < cap; j++) {
+        ids[j] = s->seen[j];
+        counts[j] = s->state[s->seen[j]] & STATE_COUNT;
+    }
+    return s->n_seen;
+}
+
+void gpt_sampler_accept(gpt_sampler *s, int32_t id)
+{
+    if (s->state && id >= 0 && (uint32_t)id < s->vocab)
+        mark(s, id, false);
+}

@@ -98,6 +98,15 @@ typedef struct gpt_sample {
  * and records it for the penalties.  Never fails and never allocates. */
 void gpt_sampler_sample(gpt_sampler *s, float *logits, gpt_sample *out);
 
+/* For a sampler elsewhere (the GPU's pick) that applies these penalties: whether any is
+ * on; the tokens seen so far, each once (the prompt's with count 0 when the repetition
+ * penalty is on, and every generated one with how often it was generated) into ids and
+ * counts, at most cap of them: returns how many there are; and the record of a token
+ * picked elsewhere (what gpt_sampler_sample does for its own). */
+bool gpt_sampler_penalizes(const gpt_sampler *s);
+uint32_t gpt_sampler_seen(const gpt_sampler *s, int32_t *ids, uint32_t *counts, uint32_t cap);
+void gpt_sampler_accept(gpt_sampler *s, int32_t id);
+
 #ifdef __cplusplus
 }
 #endif

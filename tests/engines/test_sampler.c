@@ -419,6 +419,57 @@ TEST(all_three_penalties_apply_in_vllm_order)
     gpt_sampler_free(s);
 }
 
+/* What a pick elsewhere (the GPU's) reads and records: the seen tokens once each, the
+ * prompt's with count 0, generated ones with their count; accept() counts as sample()
+ * does; no penalty, nothing seen. */
+TEST(the_seen_tokens_go_out_once_each_with_their_counts)
+{
+    enum { N = 8 };
+    const float logits[N] = {0, 1, 2, 3, 9, 5, 6, 7};
+    const int32_t prompt[] = {2, 5, 2};
+    float scratch[N];
+    int32_t ids[N];
+    uint32_t counts[N];
+    gpt_sampler_params p = defaults();
+    p.temperature = 0.0f;
+    gpt_sampler *plain = make(&p, N, prompt, 3);
+    if (plain) {
+        CHECK(!gpt_sampler_penalizes(plain));
+        CHECK_EQ_INT(gpt_sampler_seen(plain, ids, counts, N), 0);
+        gpt_sampler_accept(plain, 3); /* nothing to record */
+        CHECK_EQ_INT(gpt_sampler_seen(plain, ids, counts, N), 0);
+        gpt_sampler_free(plain);
+    }
+    p.repetition_penalty = 1.5f;
+    p.frequency_penalty = 0.5f;
+    gpt_sampler *s = make(&p, N, prompt, 3);
+    if (!s)
+        return;
+    CHECK(gpt_sampler_penalizes(s));
+    CHECK_EQ_INT(gpt_sampler_seen(s, ids, counts, N), 2); /* 2 and 5, once each */
+    CHECK_EQ_INT(ids[0], 2);
+    CHECK_EQ_INT(counts[0], 0);
+    CHECK_EQ_INT(ids[1], 5);
+    CHECK_EQ_INT(counts[1], 0);
+    gpt_sample o = step(s, logits, N, scratch); /* 4, recorded by sample() */
+    CHECK_EQ_INT(o.id, 4);
+    gpt_sampler_accept(s, 5); /* picked elsewhere */
+    gpt_sampler_accept(s, 5);
+    gpt_sampler_accept(s, 7);
+    gpt_sampler_accept(s, -1); /* outside the vocabulary: ignored */
+    gpt_sampler_accept(s, N);
+    CHECK_EQ_INT(gpt_sampler_seen(s, ids, counts, N), 4);
+    const int32_t want_ids[4] = {2, 5, 4, 7};
+    const uint32_t want_counts[4] = {0, 2, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(ids[i], want_ids[i]);
+        CHECK_EQ_INT(counts[i], want_counts[i]);
+    }
+    CHECK_EQ_INT(gpt_sampler_seen(s, ids, counts, 1), 4); /* the count, whatever fits */
+    CHECK_EQ_INT(gpt_sampler_seen(s, NULL, NULL, 0), 4);
+    gpt_sampler_free(s);
+}
+
 /* ---- the random stream ------------------------------------------------------------------ */
 
 TEST(the_same_seed_gives_the_same_sequence_and_another_seed_another)
@@ -929,6 +980,7 @@ int main(void)
     RUN(repetition_penalty_divides_positive_and_multiplies_negative_seen_logits);
     RUN(presence_and_frequency_penalties_count_generated_tokens_only);
     RUN(all_three_penalties_apply_in_vllm_order);
+    RUN(the_seen_tokens_go_out_once_each_with_their_counts);
     RUN(the_same_seed_gives_the_same_sequence_and_another_seed_another);
     RUN(top_k_1_is_greedy);
     RUN(top_k_2_only_ever_gives_the_two_best);

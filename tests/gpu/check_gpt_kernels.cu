@@ -880,6 +880,61 @@ static void check_attention_paged(uint32_t heads, uint32_t kvh, uint32_t hd, uin
            1e-5);
 }
 
+/* k_apply_penalties against the CPU sampler's arithmetic (sampler.c), bit for bit: three
+ * rows (repetition with prompt tokens, frequency and presence, all three), one without
+ * entries left alone. */
+static void check_penalties()
+{
+    const uint32_t V = 5000, R = 4;
+    auto logits = random_f32((size_t)R * V, 3.0f);
+    std::vector<PickRow> rows(R);
+    std::vector<PenEntry> pen;
+    const float rep[R] = {1.3f, 1.0f, 0.85f, 1.0f}, pres[R] = {0.0f, 0.7f, -0.4f, 0.0f},
+                freq[R] = {0.0f, 0.35f, 1.1f, 0.0f};
+    for (uint32_t r = 0; r < R; r++) {
+        rows[r] = PickRow{};
+        rows[r].repetition = rep[r];
+        rows[r].presence = pres[r];
+        rows[r].frequency = freq[r];
+        rows[r].pen_first = (uint32_t)pen.size();
+        uint32_t n = r == 3 ? 0 : 300 + 100 * r;
+        std::vector<bool> used(V, false);
+        for (uint32_t j = 0; j < n; j++) {
+            int32_t id;
+            do
+                id = (int32_t)(next_u64() % V);
+            while (used[id]);
+            used[id] = true;
+            pen.push_back(PenEntry{id, (uint32_t)(next_u64() % 4)}); /* 0: a prompt token */
+        }
+        rows[r].pen_count = n;
+    }
+    std::vector<float> want = logits;
+    for (uint32_t r = 0; r < R; r++)
+        for (uint32_t j = 0; j < rows[r].pen_count; j++) {
+            const PenEntry &e = pen[rows[r].pen_first + j];
+            volatile float x = want[(size_t)r * V + e.id]; /* each operation rounded alone */
+            if (rep[r] != 1.0f)
+                x = x > 0.0f ? x / rep[r] : x * rep[r];
+            if (e.count) {
+                volatile float f = freq[r] * (float)e.count;
+                x = x - f;
+                x = x - pres[r];
+            }
+            want[(size_t)r * V + e.id] = x;
+        }
+    float *d = upload(logits);
+    check(k_apply_penalties(d, upload(rows), upload(pen), R, V, 0), "k_apply_penalties");
+    auto got = download(d, (size_t)R * V);
+    double wrong = 0, changed = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        wrong += memcmp(&got[i], &want[i], 4) != 0;
+        changed += got[i] != logits[i];
+    }
+    report("k_apply_penalties", "4 rows of 5,000: repetition, frequency + presence, all (wrong)", wrong, 0);
+    report("k_apply_penalties", "  logits the penalties changed (none would fail)", changed > 500 ? 0 : 1, 0);
+}
+
 static void check_pick_rows()
 {
     const uint32_t V = 201088;
@@ -1105,6 +1160,7 @@ int main()
     check_attention_paged(4, 2, 16, 128, {194, 20}, {64, 1}, 2, true);
     check_pick_rows();
     check_pick_cuts();
+    check_penalties();
     gpt_pool_free(pool);
     printf("RESULT kernels %s (%d failing)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;

@@ -75,6 +75,8 @@ typedef struct gpt_cuda_kv_layout {
 } gpt_cuda_kv_layout;
 void gpt_cuda_kv(const gpt_cuda *g, gpt_cuda_kv_layout *out);
 
+#define GPT_CUDA_PEN_CAP (1u << 20) /* penalty entries (seen tokens) one step carries */
+
 /* One item of a step: tokens[0..count) of a sequence at positions start.. */
 typedef struct gpt_cuda_item {
     const int32_t *tokens;
@@ -89,6 +91,11 @@ typedef struct gpt_cuda_item {
     uint64_t draw;           /* Gumbel-max trick keyed by (seed, draw), over the tokens */
     uint32_t top_k;          /* that top_k, top_p and min_p keep, as the CPU sampler */
     float top_p, min_p;      /* filters (0, 1 and 0: off) */
+    const int32_t *pen_ids;  /* with pick, the tokens the request has seen (n_pen of them, */
+    const uint32_t *pen_counts; /* each once) and how often it generated each: the */
+    uint32_t n_pen;          /* penalties below apply to them before the filters (n_pen */
+    float repetition;        /* 0: none; at most GPT_CUDA_PEN_CAP in a step); repetition 1, */
+    float presence, frequency; /* presence and frequency 0: off (sampler.h) */
     float *logits;           /* host or NULL: rows logits_from..count-1 of the item go to */
     uint32_t logits_from;    /* logits + (row - logits_from) * vocab */
     int32_t picked;          /* out, with pick: the id, and its log-softmax at */

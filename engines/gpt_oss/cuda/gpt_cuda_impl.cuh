@@ -58,6 +58,8 @@ struct StepBuf {
     uint32_t *tables;   /* [tables_cap] */
     size_t tables_cap;
     PickOut *pout, *h_pout; /* [rows] */
+    PenEntry *pen, *h_pen;  /* [GPT_CUDA_PEN_CAP]: the pick rows' penalty entries, and their
+                               pinned twin */
 };
 
 struct gpt_cuda {

@@ -95,7 +95,8 @@ static uint64_t scratch_bytes(const gpt_config *c, uint32_t T, uint32_t context)
                     gemm_parts_floats(c, T) * 4 + (2 * c->experts + 1) * 4 +
                     k_attention_paged_scratch_floats(GPT_CUDA_SPLIT_ROWS, c->heads, c->head_dim) * 4 +
                     R * c->vocab * 4 + R * H * 4 + k_pick_rows_scratch_bytes((uint32_t)R) +
-                    R * sizeof(PickOut) + step_input_bytes(T, (uint32_t)R, context);
+                    R * sizeof(PickOut) + GPT_CUDA_PEN_CAP * sizeof(PenEntry) +
+                    step_input_bytes(T, (uint32_t)R, context);
     uint64_t one = (Q + k) * 4 + k * 4 + k * c->inter * 2 + H * 2 +
                    k_moe_down_scratch_bytes(c->top_k, c->hidden);
     return step + one + 64 * 256; /* each buffer rounded to 256 bytes */
@@ -389,6 +390,7 @@ static cudaError_t alloc_scratch(gpt_cuda *g)
     A(b->logits, R * c->vocab);
     A(b->xg, R * H);
     A(b->pout, R);
+    A(b->pen, GPT_CUDA_PEN_CAP);
     A(b->attn_f, Q);
     A(b->d_ew, k);
     A(b->d_eids, k);
@@ -411,6 +413,8 @@ static cudaError_t alloc_scratch(gpt_cuda *g)
         e = cudaMallocHost(&b->h_in, b->in_bytes);
     if (e == cudaSuccess)
         e = cudaMallocHost(&b->h_pout, R * sizeof(PickOut));
+    if (e == cudaSuccess)
+        e = cudaMallocHost(&b->h_pen, GPT_CUDA_PEN_CAP * sizeof(PenEntry));
     if (e == cudaSuccess) {
         unsigned char *at = b->in;
         b->ids = reinterpret_cast<int32_t *>(at);
@@ -667,6 +671,8 @@ void gpt_cuda_free(gpt_cuda *g)
         cudaFreeHost(g->sb.h_in);
     if (g->sb.h_pout)
         cudaFreeHost(g->sb.h_pout);
+    if (g->sb.h_pen)
+        cudaFreeHost(g->sb.h_pen);
     if (g->stream)
         cudaStreamDestroy(g->stream);
     free(g->allocs);

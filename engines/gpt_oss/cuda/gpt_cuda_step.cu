@@ -192,6 +192,7 @@ struct LogitRow {
 struct Plan {
     uint32_t T, n_tables, n_pick, max_pos;
     bool cuts; /* a pick row has top_k, top_p or min_p */
+    uint32_t n_pen; /* the pick rows' penalty entries, in the pinned h_pen */
     LogitRow *rows; /* picks first */
     uint32_t n_rows;
 };
@@ -291,8 +292,25 @@ static llmr_status plan_step(gpt_cuda *g, const gpt_cuda_item *items, uint32_t n
         const gpt_cuda_item *it = &items[i];
         if (it->pick) {
             lrows[picks] = (int32_t)(t0 + it->count - 1);
-            prow[picks] = PickRow{it->temperature < 1e-5f ? 0.0f : it->temperature, it->top_k,
-                                  it->seed, it->draw, it->top_p, it->min_p};
+            if (it->n_pen > GPT_CUDA_PEN_CAP - p->n_pen) {
+                snprintf(err, 512, "a step's penalties pass %u seen tokens", GPT_CUDA_PEN_CAP);
+                return LLMR_UNSUPPORTED; /* the caller frees p->rows */
+            }
+            PenEntry *pen = b->h_pen + p->n_pen;
+            for (uint32_t j = 0; j < it->n_pen; j++)
+                pen[j] = PenEntry{it->pen_ids[j], it->pen_counts[j]};
+            prow[picks] = PickRow{it->temperature < 1e-5f ? 0.0f : it->temperature,
+                                  it->top_k,
+                                  it->seed,
+                                  it->draw,
+                                  it->top_p,
+                                  it->min_p,
+                                  p->n_pen,
+                                  it->n_pen,
+                                  it->n_pen ? it->repetition : 1.0f,
+                                  it->presence,
+                                  it->frequency};
+            p->n_pen += it->n_pen;
             p->cuts |= prow[picks].temperature > 0.0f &&
                        ((it->top_k > 0 && it->top_k < g->cfg.vocab) ||
                         (it->top_p > 0.0f && it->top_p < 1.0f) || it->min_p > 0.0f);
@@ -326,6 +344,8 @@ static cudaError_t upload(gpt_cuda *g, const Plan *p)
         UP(b->lrows, p->n_pick * sizeof(int32_t));
         UP(b->prow, p->n_pick * sizeof(PickRow));
     }
+    if (p->n_pen)
+        CK(cudaMemcpyAsync(b->pen, b->h_pen, p->n_pen * sizeof(PenEntry), cudaMemcpyHostToDevice, st));
     UP(b->tables, p->n_tables * sizeof(uint32_t));
 #undef UP
     return cudaSuccess;
@@ -366,6 +386,8 @@ static cudaError_t finish_rows(gpt_cuda *g, const Plan *p, gpt_cuda_item *items)
         }
         CK(rows_logits(g, p, first, R));
         uint32_t picks = first == 0 ? p->n_pick : 0;
+        if (picks && p->n_pen)
+            CK(k_apply_penalties(b->logits, b->prow, b->pen, picks, c->vocab, st));
         if (picks) {
             CK(k_pick_rows(b->pout, b->prow, b->logits, picks, c->vocab, b->pick_scratch, p->cuts,
                            st));
@@ -390,7 +412,7 @@ static cudaError_t run(gpt_cuda *g, const Plan *p, gpt_cuda_item *items, uint32_
 {
     CK(upload(g, p));
     bool one = p->T == 1 && n == 1 && !g->invariant;
-    if (one && p->n_pick == 1 && p->n_rows == 1) {
+    if (one && p->n_pick == 1 && p->n_rows == 1 && !p->n_pen) {
         if (!g->graph1_ready)
             CK(capture_one(g));
         CK(cudaGraphLaunch(g->graph1[p->cuts], g->stream));

@@ -6,7 +6,8 @@
  * Three launches: the cuts; blocks each take a contiguous slice of a row's vocabulary
  * (its max, the argmax of the perturbed logits of the kept tokens, the sum of exp
  * against its own max); one block per row merges the slices.  Ties keep the lower id,
- * as the CPU sampler does. */
+ * as the CPU sampler does.  Before them, a row with penalties has them applied in place
+ * (k_apply_penalties). */
 #include <float.h>
 
 #include "device_util.cuh"
@@ -190,5 +191,41 @@ cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, 
     LAUNCH(pick_rows_slice_kernel, dim3(slices, R), PICK_THREADS, 0, s, parts, rows,
            with_cuts ? cuts : nullptr, logits, vocab, slices);
     LAUNCH(pick_rows_merge_kernel, R, ROW_SLICES_MAX, 0, s, out, logits, parts, vocab, slices);
+    return cudaGetLastError();
+}
+
+/* One block per row; threads over its entries (each id once: no two threads write the
+ * same logit).  The float operations are the CPU sampler's, in its order, so a row
+ * penalised here equals the same row penalised there bit for bit. */
+__global__ void apply_penalties_kernel(float *logits, const PickRow *rows, const PenEntry *pen,
+                                       uint32_t vocab)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    const PickRow r = rows[blockIdx.x];
+    float *row = logits + (size_t)blockIdx.x * vocab;
+    const bool rep = r.repetition != 1.0f;
+    for (uint32_t j = threadIdx.x; j < r.pen_count; j += blockDim.x) {
+        const PenEntry e = pen[r.pen_first + j];
+        if (e.id < 0 || (uint32_t)e.id >= vocab)
+            continue;
+        float x = row[e.id];
+        /* each operation rounded on its own (no fused multiply-add), as the CPU's */
+        if (rep)
+            x = x > 0.0f ? __fdiv_rn(x, r.repetition) : __fmul_rn(x, r.repetition);
+        if (e.count) {
+            x = __fsub_rn(x, __fmul_rn(r.frequency, (float)e.count));
+            x = __fsub_rn(x, r.presence);
+        }
+        row[e.id] = x;
+    }
+}
+
+cudaError_t k_apply_penalties(float *logits, const PickRow *rows, const PenEntry *pen, uint32_t R,
+                              uint32_t vocab, cudaStream_t s)
+{
+    if (R == 0)
+        return cudaSuccess;
+    LAUNCH(apply_penalties_kernel, R, 256, 0, s, logits, rows, pen, vocab);
     return cudaGetLastError();
 }

@@ -108,6 +108,15 @@ struct PickRow {
     uint64_t seed;
     uint64_t step; /* draws so far: keys the noise with the seed */
     float top_p, min_p;
+    /* the penalties (k_apply_penalties), over the row's entries pen[pen_first..+pen_count) */
+    uint32_t pen_first, pen_count;
+    float repetition, presence, frequency;
+};
+/* A token a request has seen: in its prompt (count 0, for the repetition penalty) or
+ * generated `count` times. */
+struct PenEntry {
+    int32_t id;
+    uint32_t count;
 };
 struct PickOut {
     int32_t id;
@@ -125,6 +134,12 @@ struct PickCut {
 cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
                         uint32_t vocab, void *scratch, bool cuts, cudaStream_t s);
 size_t k_pick_rows_scratch_bytes(uint32_t rows);
+/* The CPU sampler's penalties (sampler.h), in its order and arithmetic, on logits row r
+ * for each of rows[r]'s entries: a repetition penalty divides a positive logit and
+ * multiplies a negative one; a generated token then loses frequency * count and presence
+ * (vLLM's order).  Rows without entries are left alone. */
+cudaError_t k_apply_penalties(float *logits, const PickRow *rows, const PenEntry *pen, uint32_t R,
+                              uint32_t vocab, cudaStream_t s);
 /* cuts[r] of rows[r]'s top_k, top_p and min_p over logits row r (k_pick_cut.cu): each
  * row's vocabulary in slices, a block each, about 22 launches; a greedy row or one
  * without filters gets {-inf, -1} (every number).  scratch: k_pick_cuts_scratch_bytes(R). */
