@@ -5,8 +5,8 @@
  * generation_config.json), max_tokens, the end of the context, or a cancel.  One step
  * loop serves every request of the model together (step_loop.c); on the GPU each step
  * is one forward pass over a paged KV cache (gpu_step.c).  Tokens are picked on the GPU
- * (temperature, top_k, top_p, min_p, seed, logprob); penalties and top logprobs bring the
- * logits row to the CPU sampler (sampler.h).
+ * (temperature, top_k, top_p, min_p, the penalties, seed, logprob); top logprobs bring
+ * the logits row to the CPU sampler (sampler.h).
  *
  * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
  * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV cache
