@@ -111,6 +111,18 @@ unsigned router_chat_format_read(const llmr_source_options *so, const llmr_sourc
         st = llmr_chat_format_choose(&files, &f, &err);
     if (st == LLMR_OK && !f.special_tokens)
         st = special_from_tokenizer(so, src, &f.special_tokens);
+    /* A template of the registration's own is rendered here whatever the model's files
+     * say; without the special tokens it would be rendered with no guard, and a user's
+     * text could spell a control token. */
+    if (st == LLMR_OK && !f.special_tokens && f.origin &&
+        strcmp(f.origin, LLMR_CHAT_ORIGIN_REGISTRATION) == 0) {
+        llmr_strbuf_free(&err);
+        llmr_strbuf_puts(&err, "a chat_template given at registration needs the model's special tokens, "
+                               "so that request text stays text, and the model has no list of them "
+                               "(tokenizer_config.json's added_tokens_decoder, or tokenizer.json); add "
+                               "one of those files to the model, or register it without chat_template");
+        st = LLMR_INVALID_ARGUMENT;
+    }
     unsigned status = 0;
     if (st == LLMR_OK) {
         if (!(*out = llmr_chat_format_to_json(&f))) {

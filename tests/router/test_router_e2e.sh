@@ -70,6 +70,17 @@ has "$(cat "$tmp/body")" '"chat_template_origin":"registration"' "the registrati
   fail "a template that does not compile: 400"
 has "$(cat "$tmp/body")" "does not compile" "the 400 says the template does not compile"
 [[ $(call GET /v0/models/loopbad "$admin") == 404 ]] || fail "the refused registration left nothing"
+# A template given at registration is rendered by the router, which must know the special
+# tokens to keep request text as text: a gguf model without tokenizer.json is refused
+# (it would be rendered unguarded), with it accepted.
+mkdir -p "$tmp/src/ggufnotok"
+head -c 2000 /dev/urandom >"$tmp/src/ggufnotok/model.gguf"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/ggufnotok\", \"format\": \"gguf\", \"name\": \"gnotok\", \"chat_template\": \"{{ 'Q' }}\"}") == 400 ]] ||
+  fail "a registration template without special tokens: 400 ($(cat "$tmp/body"))"
+has "$(cat "$tmp/body")" "needs the model's special tokens" "the 400 says why"
+cp -r "$tmp/src/ggufnotok" "$tmp/src/gguftok" && cp "$tmp/src/loop/tokenizer.json" "$tmp/src/gguftok/"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/gguftok\", \"format\": \"gguf\", \"name\": \"gtok\", \"chat_template\": \"{{ 'Q' }}\"}") == 201 ]] ||
+  fail "a registration template with tokenizer.json beside a gguf: 201 ($(cat "$tmp/body"))"
 [[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\", \"name\": \"loopraise\", \"chat_template\": \"{{ raise_exception('only user turns here') }}\"}") == 201 ]] ||
   fail "register a raising template: $(cat "$tmp/body")"
 [[ $(call POST /v0/models/loop/render "$infkey" '{"messages": [{"role": "user", "content": "hi"}]}') == 200 ]] ||
