@@ -10,6 +10,7 @@ static const char *const ENDPOINTS[LLMR_EP_COUNT] = {"/v1/chat/completions", "/v
                                                      "/v1/responses", "other"};
 
 #define MAX_MODELS 256  /* models with series of their own */
+#define MAX_MODEL_LABEL 200 /* bytes of a model's name in a label */
 #define STATUS_SLOTS 16 /* distinct statuses counted per model; more go to the last */
 
 struct node_model_metrics {
@@ -48,8 +49,10 @@ static node_model_metrics *model_entry(llmr_node_metrics *m, const char *model)
     for (; *at; at = &(*at)->next, n++)
         if (strcmp((*at)->name, model) == 0)
             return *at;
-    if (n >= MAX_MODELS) /* a client may name any model: the series stay bounded */
-        return NULL;
+    /* a client may name any model: the series stay bounded, further names and long ones
+     * counting under "other" */
+    if ((n >= MAX_MODELS || strlen(model) > MAX_MODEL_LABEL) && strcmp(model, "other") != 0)
+        return model_entry(m, "other");
     node_model_metrics *e = calloc(1, sizeof *e);
     if (!e || !(e->name = strdup(model))) {
         free(e);
@@ -105,7 +108,8 @@ void llmr_node_metrics_done(llmr_node_metrics *m, const char *model, unsigned st
                             double seconds)
 {
     pthread_mutex_lock(&m->lock);
-    node_model_metrics *e = model_entry(m, model);
+    /* a 404 named a model there is not: no series for a made-up name */
+    node_model_metrics *e = status == 404 ? NULL : model_entry(m, model);
     if (e) {
         size_t i = 0;
         while (i < STATUS_SLOTS - 1 && e->statuses[i] && e->statuses[i] != status)

@@ -60,8 +60,10 @@ void router_metrics_free(router_metrics *m)
 }
 
 /* Models get series of their own up to this many (a client may name any model);
- * the answers for further names count under model="other". */
+ * the answers for further names, and names longer than MAX_MODEL_LABEL bytes, count
+ * under model="other". */
 #define MAX_MODEL_SERIES 256
+#define MAX_MODEL_LABEL 200
 
 static model_series *series(router_metrics *m, const char *model)
 {
@@ -70,7 +72,7 @@ static model_series *series(router_metrics *m, const char *model)
     for (; *at; at = &(*at)->next, n++)
         if (!strcmp((*at)->model, model))
             return *at;
-    if (n >= MAX_MODEL_SERIES && strcmp(model, "other") != 0)
+    if ((n >= MAX_MODEL_SERIES || strlen(model) > MAX_MODEL_LABEL) && strcmp(model, "other") != 0)
         return series(m, "other");
     model_series *s = calloc(1, sizeof *s);
     if (!s || !(s->model = strdup(model))) {
@@ -102,8 +104,9 @@ void router_metrics_done(router_metrics *m, const llmr_http_done *d)
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
-    /* an answer that named no model (a body that did not parse, a missing key) */
-    model_series *s = series(m, d->model ? d->model : "");
+    /* an answer that named no model (a body that did not parse, a missing key), or one
+     * that named a model there is not (404): no series of its own for a made-up name */
+    model_series *s = series(m, d->model && d->status != 404 ? d->model : "");
     status_count *c = s ? count_of(s, d->node ? d->node : "", d->status) : NULL;
     if (c)
         c->n++;

@@ -199,7 +199,12 @@ grep -qE '^llmr_router_requests_total\{model="loop",node="[^"]+",status="200"\} 
 grep -qE 'llmr_router_requests_total\{model="loop",node="[^"]+",status="499"\} 2' "$tmp/body" ||
   fail "the router counts the 499: $(grep llmr_router_requests_total "$tmp/body")"
 grep -q 'llmr_router_e2e_request_latency_seconds_count{model="loop"}' "$tmp/body" || fail "the router's latency by model"
+# a made-up model name (the 404 above) gets no series: a client cannot fill the labels
+! grep -q 'model="nope"' "$tmp/body" || fail "the router made a series for an unknown model: $(grep nope "$tmp/body")"
+[[ $(call POST "$node/v1/chat/completions" "" '{"model": "nope-on-node", "messages": [{"role": "user", "content": "x"}]}') == 404 ]] ||
+  fail "an unknown model on the node: 404"
 [[ $(call GET "$node/metrics") == 200 ]] || fail "the node's /metrics"
+! grep -q 'model="nope-on-node"' "$tmp/body" || fail "the node made a series for an unknown model"
 python3 "$here/prom_parse.py" "$tmp/body" llmr_http_requests_total llmr_requests_total llmr_prompt_tokens_total \
   llmr_generation_tokens_total llmr_time_to_first_token_seconds llmr_inter_token_latency_seconds \
   llmr_e2e_request_latency_seconds llmr_num_requests_running llmr_num_requests_waiting \
