@@ -2,6 +2,7 @@
  * the libcurl handle of each request (made and freed within the call). */
 #include "cli/router_client.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,15 +30,25 @@ static const char *nonempty_env(const char *name)
     return v && *v ? v : NULL;
 }
 
-/* Whether the URL's host is this machine: 127.x.y.z, localhost or [::1]. */
-static bool url_is_loopback(const char *url)
+/* Whether the URL's host is this machine: an IPv4 literal in 127/8, localhost or ::1,
+ * as libcurl will read the URL (so "http://127.0.0.1@elsewhere/" is elsewhere), with no
+ * user info at all. */
+static bool llmr_url_is_loopback(const char *url)
 {
-    const char *h = strstr(url, "://");
-    h = h ? h + 3 : url;
-    size_t n = strcspn(h, ":/?#");
-    if (*h == '[')
-        return !strncmp(h, "[::1]", 5);
-    return (n == 9 && !strncmp(h, "localhost", 9)) || !strncmp(h, "127.", 4);
+    CURLU *u = curl_url();
+    char *host = NULL, *user = NULL;
+    bool loop = false;
+    if (u && curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+        struct in_addr v4;
+        loop = strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
+               (inet_pton(AF_INET, host, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
+    }
+    curl_free(host);
+    curl_free(user);
+    curl_url_cleanup(u);
+    return loop;
 }
 
 /* The admin key in the data directory's key file, for a router on this machine. */
@@ -88,7 +99,7 @@ bool llmr_router_client_finish(llmr_router_client *c, const llmr_config *cfg)
         c->key = nonempty_env(key_env[i]);
         c->key_from = key_env[i];
     }
-    if (!c->key && url_is_loopback(c->url))
+    if (!c->key && llmr_url_is_loopback(c->url))
         key_from_file(c, cfg);
     return true;
 too_long:

@@ -89,6 +89,29 @@ has "$out" "bootstrap admin" "keys list shows the admin key"
 expect 1 "list with no key file" -- env LLMR_DATA_DIR="$tmp/none" "$LLMR" list
 has "$err" "wants a key (401)" "list with no key file says a key is needed"
 has "$err" "admin.key" "list with no key file says where the key is kept"
+# The key file's key goes only to this machine as libcurl reads the URL: a URL whose
+# user info looks like a loopback address (http://127.0.0.1@HOST/) is not this machine's,
+# and any user info means no key from the file.  A listener records what it was sent.
+python3 - "$tmp/heard" >"$tmp/listener.port" <<'PY' &
+import http.server, sys
+out = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(out, "a") as f:
+            f.write(f"{self.path} auth={self.headers.get('Authorization')}\n")
+        self.send_response(401); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+PY
+listener=$!
+for _ in $(seq 50); do [[ -s $tmp/listener.port ]] && break; sleep 0.1; done
+lport=$(cat "$tmp/listener.port")
+expect 1 "list at a URL with user info" -- env LLMR_ROUTER="http://127.0.0.1@localhost:$lport" "$LLMR" list
+grep -q "^/v0/models" "$tmp/heard" || fail "the listener was not asked: $(cat "$tmp/heard" 2>/dev/null)"
+! grep -q "auth=Bearer" "$tmp/heard" || fail "the key file's key went to a URL with user info: $(cat "$tmp/heard")"
+kill "$listener" 2>/dev/null
 expect 1 "list with a wrong key given" -- "$LLMR" list --api-key llmr-wrong-key-0123456789
 has "$err" "refused the key from --api-key" "a key given beats the key file"
 
