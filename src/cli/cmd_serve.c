@@ -47,8 +47,9 @@ static void help(FILE *out)
             "dashboard, its /metrics) and the node (on 127.0.0.1, with its own /metrics).\n"
             "Each answer writes an access line to the log (router and node, one request id).\n\n"
             "  --no-auth   no keys checked (only on a loopback address)\n"
-            "  --cors-origins LIST  origins a browser app may call the router and the node\n"
-            "              from, comma-separated, or * (or LLMR_CORS_ORIGINS); default: none\n"
+            "  --cors-origins LIST  origins a browser app may call the router from,\n"
+            "              comma-separated, or * (or LLMR_CORS_ORIGINS); default: none (the\n"
+            "              local node takes no browser calls)\n"
             "  --node-port P  the node's port on 127.0.0.1 (default 0: any free port)\n"
             "  --log-format json  log lines as JSON objects, one a line (default text)\n"
             "  LLMR_ENGINE_OPTIONS  a JSON object of load options for every model the node\n"
@@ -214,7 +215,7 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
     ro.data_dir = data_dir;
     ro.no_auth = no_auth;
     ro.admin_key = getenv("LLMR_ADMIN_KEY");
-    ro.cors_origins = llmr_config_get(config, LLMR_CONFIG_CORS_ORIGINS); /* the node's too (node_cfg) */
+    ro.cors_origins = llmr_config_get(config, LLMR_CONFIG_CORS_ORIGINS); /* the router's only */
     ro.heartbeat_s = 1;
     llmr_router *r = NULL;
     llmr_node *node = NULL;
@@ -235,6 +236,9 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
     node_cfg.value[LLMR_CONFIG_DATA_DIR] = node_dir;
     node_cfg.value[LLMR_CONFIG_HOST] = "127.0.0.1";
     node_cfg.value[LLMR_CONFIG_PORT] = (char *)node_port;
+    /* no CORS on the local node: browsers go through the router, and a page of another
+     * origin must not reach the node past the router's keys */
+    node_cfg.value[LLMR_CONFIG_CORS_ORIGINS] = NULL;
     char router_url[64];
     snprintf(router_url, sizeof router_url, "http://127.0.0.1:%u", llmr_router_port(r));
     llmr_node_options no;
