@@ -212,14 +212,14 @@ static llmr_status from_file(llmr_router *r, const char *path, llmr_strbuf *err)
     } else if ((st = llmr_store_key_create(r->store, BOOTSTRAP_NAME, LLMR_SCOPE_ADMIN, NULL, &id, &secret, err)) ==
                LLMR_OK) {
         bool kept = write_key_file(path, secret);
-        if (llmr_log_get_format() == LLMR_LOG_FORMAT_JSON) { /* the log stays JSON lines */
+        if (kept && llmr_log_get_format() == LLMR_LOG_FORMAT_JSON) {
+            /* the log stays JSON lines, and a secret stays out of logs: the file has it */
             llmr_log_write(LLMR_LOG_INFO, COMPONENT,
-                           "the admin key of this router%s: %s; use it as \"Authorization: Bearer "
-                           "KEY\", manage keys with `llmr keys` or /v0/keys%s%s%s",
-                           kept ? "" : " (shown once, keep it)", secret,
-                           kept ? "; it is kept in " : "", kept ? path : "",
-                           kept ? " (mode 0600), where local llmr commands find it" : "");
-        } else {
+                           "the admin key of this router is kept in %s (mode 0600), where local llmr "
+                           "commands find it; use it as \"Authorization: Bearer KEY\", manage keys "
+                           "with `llmr keys` or /v0/keys",
+                           path);
+        } else { /* on the terminal (also in JSON mode when the file could not keep it) */
             fprintf(stderr,
                     "\n  llmr: the admin key of this router%s:\n\n    %s\n\n"
                     "  Use it as \"Authorization: Bearer KEY\"; manage keys with `llmr keys` or /v0/keys.\n",

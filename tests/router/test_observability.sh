@@ -250,8 +250,10 @@ wait_for "$tmp/serve.log" '"component":"serve","message":"the node at http://127
   fail "serve logs the node's address as a JSON line: $(head -c 2000 "$tmp/serve.log")"
 kill -TERM "$serve_pid" 2>/dev/null
 wait "$serve_pid" 2>/dev/null
-python3 - "$tmp/serve.log" <<'PY' || fail "serve's JSON log: $(head -c 2000 "$tmp/serve.log")"
+python3 - "$tmp/serve.log" "$tmp/serve/admin.key" <<'PY' || fail "serve's JSON log: $(head -c 2000 "$tmp/serve.log")"
 import json, sys
+key = open(sys.argv[2]).read().strip()
+assert key and key not in open(sys.argv[1]).read(), "the admin key itself is in the log"
 msgs = []
 for line in open(sys.argv[1]):
     if line.strip():
