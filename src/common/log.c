@@ -202,6 +202,22 @@ static void put_json_text(line_buf *b, const char *text)
     }
 }
 
+/* A message of a text line: control bytes (a newline in a model name a client sent, say)
+ * as \n, \r or \xNN, so that no text forges a line of its own; a tab stays. */
+static void put_text_line(line_buf *b, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == '\n')
+            put_f(b, "\\n");
+        else if (*p == '\r')
+            put_f(b, "\\r");
+        else if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            put_f(b, "\\x%02x", *p);
+        else
+            put_f(b, "%c", *p);
+    }
+}
+
 /* A word of a text line from a client (a path, a model name): a space, a control byte
  * or a percent sign as %XX, so the line stays one line of words. */
 static void put_text_token(line_buf *b, const char *text)
@@ -281,7 +297,9 @@ void llmr_log_write(llmr_log_level level, const char *component, const char *fmt
         put_json_text(&b, msg);
         put_f(&b, "\"}");
     } else {
-        put_vf(&b, fmt, ap);
+        char msg[LINE_MAX_BYTES];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        put_text_line(&b, msg);
     }
     va_end(ap);
     emit(&b, json, level);

@@ -163,6 +163,11 @@ TEST(log_filters_by_level_and_carries_request_id)
     llmr_log_set_request_id(NULL);
     llmr_log_error("node", "x");
     CHECK(strstr(last_line, "req=") == NULL);
+    /* text a client chose cannot forge a line: control bytes are escaped */
+    llmr_log_warn("router", "no node for model %s", "m\n2026-01-01T00:00:00.000Z ERROR x\r\x1b[31m");
+    CHECK(strchr(last_line, '\n') == NULL && strchr(last_line, '\r') == NULL && strchr(last_line, 0x1b) == NULL);
+    CHECK_CONTAINS(last_line, "model m\\n2026-01-01");
+    CHECK_CONTAINS(last_line, "\\r\\x1b[31m");
     llmr_log_level l;
     CHECK(llmr_log_level_parse("DEBUG", &l) && l == LLMR_LOG_DEBUG);
     CHECK(llmr_log_level_parse("warning", &l) && l == LLMR_LOG_WARN);
