@@ -934,11 +934,14 @@ static void handle_generate(llmr_node_http *n, llmr_endpoint ep, const llmr_http
     }
     bool cancel = (g->gone || stopping) && !g->done;
     pthread_mutex_unlock(&n->lock);
+    if (cancel) { /* before any wait: a whole answer then ends at the engine's next step */
+        pthread_mutex_unlock(&g->lock);
+        llmr_engine_host_cancel(n->host, id);
+        pthread_mutex_lock(&g->lock);
+    }
     if (!g->stream)
         wait_whole(g, req, cancel);
     pthread_mutex_unlock(&g->lock);
-    if (cancel)
-        llmr_engine_host_cancel(n->host, id);
     if (!g->stream)
         finish_whole(g, reply);
     gen_unref(g);
