@@ -74,7 +74,8 @@ static void set_special(json_t *special, const json_t *tcfg)
 }
 
 /* The special tokens' texts of added_tokens_decoder ({"ID": {"content": ..., "special":
- * true}, ...}), or NULL when there is none. */
+ * true}, ...}), or NULL when there is none or it marks none special (the caller then
+ * reads them from tokenizer.json, as the node's tokenizer does). */
 static json_t *special_token_texts(const json_t *tcfg)
 {
     json_t *decoder = json_object_get(tcfg, "added_tokens_decoder");
@@ -87,6 +88,10 @@ static json_t *special_token_texts(const json_t *tcfg)
         json_t *content = json_object_get(t, "content");
         if (out && json_is_true(json_object_get(t, "special")) && json_string_length(content) > 0)
             json_array_append(out, content);
+    }
+    if (out && json_array_size(out) == 0) {
+        json_decref(out);
+        return NULL;
     }
     return out;
 }

@@ -127,6 +127,16 @@ TEST(special_token_texts_come_from_added_tokens_decoder)
     json_decref(want);
     llmr_chat_format_free(&f);
 
+    /* a decoder that marks none special says nothing: the list then comes from
+     * tokenizer.json, as the node's does (an empty guard would let request text spell
+     * the tokenizer's control tokens) */
+    static const char none[] = "{\"added_tokens_decoder\": {\"8\": {\"content\": \"<think>\", \"special\": false}}}";
+    files.tokenizer_config = none;
+    files.tokenizer_config_len = sizeof none - 1;
+    CHECK_EQ_INT(choose(&files, &f, &err), LLMR_OK);
+    CHECK(f.special_tokens == NULL);
+    llmr_chat_format_free(&f);
+
     files.tokenizer_config = TCFG;
     files.tokenizer_config_len = sizeof TCFG - 1;
     CHECK_EQ_INT(choose(&files, &f, &err), LLMR_OK);
