@@ -178,16 +178,11 @@ llmr_status llmr_write_file_atomic_mode(const char *path, const void *data, size
         return LLMR_OOM_RAM;
     }
     llmr_status status = LLMR_OK;
-    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
-    struct stat tst;
-    /* a stale temporary file of the same name may have more bits than mode (the umask
-     * may take some away: that stays) */
-    if (fd >= 0 && (fstat(fd, &tst) != 0 || (((tst.st_mode & 07777) & ~(mode_t)mode) != 0 &&
-                                             fchmod(fd, (mode_t)mode & tst.st_mode & 07777) != 0))) {
-        llmr_strbuf_printf(err, "cannot set the mode of %s: %s", tmp.data, strerror(errno));
-        status = LLMR_IO;
-        goto remove_tmp;
-    }
+    /* a new file of our own: a stale one of the same name (or a link planted there) goes
+     * first, and the open neither follows a link nor takes a file it did not make, so
+     * the mode (less the umask) is what the data gets */
+    (void)unlink(tmp.data);
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
     if (fd < 0) {
         llmr_strbuf_printf(err, "cannot create %s: %s", tmp.data, strerror(errno));
         status = LLMR_IO;
