@@ -99,6 +99,7 @@ static const validator validators[LLMR_CONFIG_KEY_COUNT] = {
     [LLMR_CONFIG_LOG_FORMAT] = valid_log_format,
     [LLMR_CONFIG_PLUGIN_DIRS] = valid_any,
     [LLMR_CONFIG_REQUEST_TIMEOUT] = valid_seconds,
+    [LLMR_CONFIG_CPU_REQUEST_TIMEOUT] = valid_seconds,
     [LLMR_CONFIG_CANCEL_GRACE] = valid_seconds,
     [LLMR_CONFIG_MEMORY_THRESHOLD] = valid_fraction,
     [LLMR_CONFIG_VRAM_BUDGETS] = valid_budgets,
