@@ -10,7 +10,8 @@ Ctrl-D leaving too.
 
 Then against a stand-in server run here, which records what it is sent: the second
 turn sends the whole conversation (the first question and answer, without the
-reasoning), /clear starts over, and the one-shot form `llmr run MODEL PROMPT` prints
+reasoning), /clear starts over, Ctrl-C stops an answer (and the turn leaves no trace),
+and the one-shot form `llmr run MODEL PROMPT` prints
 the answer alone, reasoning only on stderr with --reasoning.
 
 Usage: run_chat.py LLMR BASE_URL MODEL"""
@@ -177,15 +178,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
         req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         bodies.append(req)
         n = len(bodies)
+        slow = req["messages"][-1]["content"] == "slow"  # reasons, then waits 10 s
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        for delta in ({"role": "assistant", "reasoning_content": f"why {n}"}, {"content": f"reply {n}"}):
-            chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-        end = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-        self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+        try:
+            for delta in ({"role": "assistant", "reasoning_content": f"why {n}"}, {"content": f"reply {n}"}):
+                chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+                if slow:
+                    time.sleep(10)
+            end = {"object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            self.wfile.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+        except OSError:
+            pass  # the client went away (Ctrl-C)
 
 
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -207,27 +215,42 @@ if t.expect(">>> ") is not None:
     t.send("third\r")
     t.expect("reply 3")
     t.expect(">>> ")
+    # Ctrl-C while an answer comes stops it at once; the turn leaves no trace
+    t.send("slow\r")
+    t.expect("why 4")
+    began = time.time()
+    t.send("\x03")
+    t.expect("(stopped)")
+    t.expect(">>> ")
+    check(time.time() - began < 5, f"Ctrl-C stops the answer within 5 s: {time.time() - began:.1f} s")
+    t.send("after\r")
+    t.expect("reply 5")
+    t.expect(">>> ")
     t.send("/bye\r")
-    check(t.wait_exit() == 0, "/bye after three turns")
+    check(t.wait_exit() == 0, "/bye after five turns")
 want = [
     [{"role": "system", "content": "be brief"}, {"role": "user", "content": "first"}],
     [{"role": "system", "content": "be brief"}, {"role": "user", "content": "first"},
      {"role": "assistant", "content": "reply 1"}, {"role": "user", "content": "second"}],
     [{"role": "system", "content": "be brief"}, {"role": "user", "content": "third"}],
+    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "third"},
+     {"role": "assistant", "content": "reply 3"}, {"role": "user", "content": "slow"}],
+    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "third"},
+     {"role": "assistant", "content": "reply 3"}, {"role": "user", "content": "after"}],
 ]
-check(len(bodies) == 3, f"three requests: {bodies}")
+check(len(bodies) == 5, f"five requests: {bodies}")
 for i, (b, w) in enumerate(zip(bodies, want)):
     check(b.get("messages") == w, f"turn {i + 1} sends {w}: {b.get('messages')}")
     check(b.get("stream") is True and b.get("model") == "m", f"turn {i + 1} streams model m: {b}")
 
 # the one-shot form: the answer alone on stdout; reasoning on stderr only when asked
 r = subprocess.run([LLMR, "run", "m", "a question"], env=fenv, capture_output=True, text=True, timeout=30)
-check(r.returncode == 0 and r.stdout == "reply 4\n", f"one shot prints the answer alone: {r}")
+check(r.returncode == 0 and r.stdout == "reply 6\n", f"one shot prints the answer alone: {r}")
 check("why" not in r.stderr, f"one shot leaves the reasoning out: {r.stderr!r}")
 r = subprocess.run([LLMR, "run", "m", "--reasoning", "--prompt", "q"], env=fenv, capture_output=True, text=True,
                    timeout=30)
-check(r.returncode == 0 and r.stdout == "reply 5\n", f"one shot with --reasoning: {r}")
-check("why 5" in r.stderr, f"--reasoning writes the reasoning to stderr: {r.stderr!r}")
+check(r.returncode == 0 and r.stdout == "reply 7\n", f"one shot with --reasoning: {r}")
+check("why 7" in r.stderr, f"--reasoning writes the reasoning to stderr: {r.stderr!r}")
 check(bodies[-1]["messages"] == [{"role": "user", "content": "q"}], f"one shot sends the prompt alone: {bodies[-1]}")
 srv.shutdown()
 
