@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 #include <utf8proc.h>
@@ -116,6 +117,7 @@ typedef struct edit {
     llmr_strbuf buf;
     size_t pos;      /* the cursor, a byte offset at a character's start */
     size_t browsing; /* the history entry shown; history_len: the line being written */
+    int cursor_row;  /* the cursor's row below the line's first (a long line wraps) */
     char *scratch;   /* the line being written while the history is browsed */
 } edit;
 
@@ -151,17 +153,40 @@ static int columns(const char *s, size_t n)
     return cols;
 }
 
+/* The terminal's width in columns (80 when it does not say). */
+static int terminal_columns(const llmr_line_editor *e)
+{
+    struct winsize ws;
+    if (ioctl(e->out, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 80;
+}
+
+/* Draws the prompt and the line again from the row the line starts on (a line longer
+ * than the terminal is wide takes several rows), then puts the cursor at pos. */
 static void redraw(edit *ed)
 {
     llmr_strbuf s = LLMR_STRBUF_INIT;
     const char *text = ed->buf.len ? llmr_strbuf_cstr(&ed->buf) : "";
+    int cols = terminal_columns(ed->e);
+    int plen = columns(ed->prompt, strlen(ed->prompt));
+    int total = plen + columns(text, ed->buf.len), at = plen + columns(text, ed->pos);
+    if (ed->cursor_row > 0)
+        llmr_strbuf_printf(&s, "\x1b[%dA", ed->cursor_row);
     llmr_strbuf_puts(&s, "\r");
     llmr_strbuf_puts(&s, ed->prompt);
     llmr_strbuf_append(&s, text, ed->buf.len);
-    llmr_strbuf_puts(&s, "\x1b[K");
-    int back = columns(text + ed->pos, ed->buf.len - ed->pos);
-    if (back > 0)
-        llmr_strbuf_printf(&s, "\x1b[%dD", back);
+    llmr_strbuf_puts(&s, "\x1b[J");
+    int end_row = total / cols;
+    if (total > 0 && total % cols == 0) /* the terminal waits to wrap: make it */
+        llmr_strbuf_puts(&s, "\r\n");
+    int row = at / cols, col = at % cols;
+    if (end_row > row)
+        llmr_strbuf_printf(&s, "\x1b[%dA", end_row - row);
+    llmr_strbuf_puts(&s, "\r");
+    if (col > 0)
+        llmr_strbuf_printf(&s, "\x1b[%dC", col);
+    ed->cursor_row = row;
     if (!llmr_strbuf_failed(&s))
         out_write(ed->e, s.data, s.len);
     llmr_strbuf_free(&s);
@@ -264,7 +289,7 @@ static int read_escape(const llmr_line_editor *e)
     return d;
 }
 
-#define CTRL(c) ((c) & 0x1f)
+#define KEY_CTRL(c) ((c) & 0x1f)
 
 static llmr_line_result edit_line(llmr_line_editor *e, const char *prompt, char **line)
 {
@@ -293,44 +318,45 @@ static llmr_line_result edit_line(llmr_line_editor *e, const char *prompt, char 
             result = LLMR_LINE_OK;
             break;
         }
-        if (c == CTRL('c')) {
+        if (c == KEY_CTRL('c')) {
             out_write(e, "^C", 2);
             result = LLMR_LINE_INTERRUPTED;
             break;
         }
-        if (c == CTRL('d')) {
+        if (c == KEY_CTRL('d')) {
             if (!ed.buf.len) {
                 result = LLMR_LINE_EOF;
                 break;
             }
             erase(&ed, ed.pos, next_char(&ed, ed.pos));
-        } else if (c == 0x7f || c == CTRL('h')) {
+        } else if (c == 0x7f || c == KEY_CTRL('h')) {
             erase(&ed, prev_char(&ed, ed.pos), ed.pos);
-        } else if (c == CTRL('a')) {
+        } else if (c == KEY_CTRL('a')) {
             ed.pos = 0;
-        } else if (c == CTRL('e')) {
+        } else if (c == KEY_CTRL('e')) {
             ed.pos = ed.buf.len;
-        } else if (c == CTRL('b')) {
+        } else if (c == KEY_CTRL('b')) {
             ed.pos = prev_char(&ed, ed.pos);
-        } else if (c == CTRL('f')) {
+        } else if (c == KEY_CTRL('f')) {
             ed.pos = next_char(&ed, ed.pos);
-        } else if (c == CTRL('k')) {
+        } else if (c == KEY_CTRL('k')) {
             erase(&ed, ed.pos, ed.buf.len);
-        } else if (c == CTRL('u')) {
+        } else if (c == KEY_CTRL('u')) {
             erase(&ed, 0, ed.pos);
-        } else if (c == CTRL('w')) {
+        } else if (c == KEY_CTRL('w')) {
             size_t p = ed.pos;
             while (p > 0 && ed.buf.data[p - 1] == ' ')
                 p--;
             while (p > 0 && ed.buf.data[p - 1] != ' ')
                 p--;
             erase(&ed, p, ed.pos);
-        } else if (c == CTRL('p')) {
+        } else if (c == KEY_CTRL('p')) {
             browse(&ed, -1);
-        } else if (c == CTRL('n')) {
+        } else if (c == KEY_CTRL('n')) {
             browse(&ed, +1);
-        } else if (c == CTRL('l')) {
+        } else if (c == KEY_CTRL('l')) {
             out_write(e, "\x1b[H\x1b[2J", 7);
+            ed.cursor_row = 0;
         } else if (c == 0x1b) {
             switch (read_escape(e)) {
             case 'A': browse(&ed, -1); break;

@@ -1,9 +1,9 @@
 /* A small line editor for the terminal chat (`llmr run MODEL`): one line read with the
  * terminal in raw mode, edited in place (left/right, Home/End, Backspace/Delete,
  * Ctrl-A/E/B/F/K/U/W, Ctrl-L), with the lines entered before recalled by the up and
- * down arrows.  The line is redrawn whole on every key; UTF-8 is kept whole and
- * measured in columns (wide characters count two).  A line longer than the terminal
- * is wide still edits correctly but may redraw untidily.
+ * down arrows.  The line is redrawn whole on every key, over as many rows as it takes
+ * at the terminal's width; UTF-8 is kept whole and measured in columns (wide
+ * characters count two).
  *
  * When the input is not a terminal, lines are read as they come, with no prompt and
  * no editing.  Owns the history (copies of the lines) and the terminal's mode while a

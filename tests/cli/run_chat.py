@@ -15,13 +15,16 @@ and the one-shot form `llmr run MODEL PROMPT` prints
 the answer alone, reasoning only on stderr with --reasoning.
 
 Usage: run_chat.py LLMR BASE_URL MODEL"""
+import fcntl
 import http.server
 import json
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 
@@ -50,10 +53,12 @@ def harmony(reasoning, answer):
 class Term:
     """llmr run in a pseudo-terminal: send keys, wait for text."""
 
-    def __init__(self, args, env):
+    def __init__(self, args, env, columns=None):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             try:
+                if columns:
+                    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
                 os.execve(LLMR, [LLMR] + args, env)
             finally:
                 os._exit(127)
@@ -242,6 +247,18 @@ check(len(bodies) == 5, f"five requests: {bodies}")
 for i, (b, w) in enumerate(zip(bodies, want)):
     check(b.get("messages") == w, f"turn {i + 1} sends {w}: {b.get('messages')}")
     check(b.get("stream") is True and b.get("model") == "m", f"turn {i + 1} streams model m: {b}")
+
+# a line longer than the terminal is wide: 4 + 100 columns on a 40-column terminal take
+# three rows; Ctrl-A goes up two rows to the line's start, and the redraw starts there
+t = Term(["run", "m"], fenv, columns=40)
+if t.expect(">>> ") is not None:
+    t.send("y" * 100)
+    t.expect("y" * 100)
+    t.send("\x01")
+    check(t.expect("\x1b[2A\r>>> " + "y" * 100 + "\x1b[J\x1b[2A\r\x1b[4C", timeout=10) is not None,
+          "a wrapped line is redrawn from its first row, the cursor put back at its start")
+    t.send("\x03/bye\r")
+    check(t.wait_exit() == 0, "/bye after a long line")
 
 # the one-shot form: the answer alone on stdout; reasoning on stderr only when asked
 r = subprocess.run([LLMR, "run", "m", "a question"], env=fenv, capture_output=True, text=True, timeout=30)
