@@ -1,9 +1,10 @@
-/* `llmr run DIR --prompt TEXT`: one generation with a model directory, in this
- * process: the prompt rendered with the model's chat template (loaded and rendered as
+/* `llmr run`: with a model name, a chat with the running server (run_chat.c); with a
+ * directory, `llmr run DIR --prompt TEXT`, one generation with it in this process: the prompt rendered with the model's chat template (loaded and rendered as
  * the node does it, node/node_prompt.h), tokenized with its tokenizer.json, generated
  * by the engine that would serve it, and the text streamed to stdout as it comes. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/id_list.h"
 #include "cli/local_engine.h"
+#include "cli/run_chat.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
 #include "models/harmony.h"
@@ -21,7 +23,9 @@
 
 static void help(FILE *out)
 {
+    llmr_run_chat_help(out);
     fprintf(out,
+            "\n"
             "usage: llmr run DIR (--prompt TEXT | --prompt-ids 1,2,3) [--system TEXT] [--raw]\n"
             "                [--show-prompt] [--max-tokens N] [--temperature T] [--top-p P]\n"
             "                [--top-k K] [--seed S] [--json] [--options JSON]\n\n"
@@ -266,7 +270,35 @@ static const char *finish_name(uint32_t f)
     return f < 5 ? names[f] : "?";
 }
 
+/* The first argument that is not an option or an option's value: the model's name or
+ * directory (NULL when there is none). */
+static const char *target(int argc, char **argv)
+{
+    static const char *const with_value[] = {"--prompt", "--prompt-ids", "--system", "--max-tokens",
+                                             "--temperature", "--top-p", "--top-k", "--seed",
+                                             "--options", "--router", "--url", "--api-key", "--key"};
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] != '-')
+            return argv[i];
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
+            if (!strcmp(argv[i], with_value[k]))
+                i++;
+    }
+    return NULL;
+}
+
+static int run_local(int argc, char **argv, const llmr_config *cfg);
+
 static int run(int argc, char **argv, const llmr_config *cfg)
+{
+    const char *t = target(argc, argv);
+    struct stat st;
+    if (t && stat(t, &st) == 0 && S_ISDIR(st.st_mode))
+        return run_local(argc, argv, cfg);
+    return llmr_run_chat(argc, argv, cfg);
+}
+
+static int run_local(int argc, char **argv, const llmr_config *cfg)
 {
     const char *dir = NULL, *prompt = NULL, *ids_text = NULL, *system = NULL, *options_text = NULL;
     bool raw = false, json = false, show = false, bad = false;
@@ -388,5 +420,6 @@ out:
     return rc;
 }
 
-const llmr_command llmr_cmd_run = {"run", "generate with a model directory in this process", run,
-                                   help};
+const llmr_command llmr_cmd_run = {"run", "chat with a model of the running server, or generate with a model "
+                                          "directory in this process",
+                                   run, help};

@@ -114,9 +114,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *user)
     return llmr_strbuf_append(user, data, size * n) ? size * n : 0;
 }
 
-static void print_unreachable(const llmr_router_client *c, CURLcode rc, const char *detail, long timeout_s)
+void llmr_router_print_unreachable(const llmr_router_client *c, int curl_code, const char *detail,
+                                   long timeout_s)
 {
-    switch (rc) {
+    switch ((CURLcode)curl_code) {
     case CURLE_COULDNT_CONNECT:
         llmr_cli_error(c->cmd,
                        "no router answers at %s (%s).\n  Start one with `llmr serve` (a router and a node on "
@@ -178,7 +179,7 @@ bool llmr_router_request(const llmr_router_client *c, const char *method, const 
     curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s > 0 ? timeout_s : 30L);
     CURLcode rc = curl_easy_perform(h);
     if (rc != CURLE_OK) {
-        print_unreachable(c, rc, detail[0] ? detail : curl_easy_strerror(rc), timeout_s);
+        llmr_router_print_unreachable(c, (int)rc, detail[0] ? detail : curl_easy_strerror(rc), timeout_s);
         goto done;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);

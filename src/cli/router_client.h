@@ -54,6 +54,11 @@ bool llmr_router_request(const llmr_router_client *c, const char *method, const 
                          const json_t *body, long timeout_s, llmr_router_answer *a);
 void llmr_router_answer_free(llmr_router_answer *a);
 
+/* Prints why no answer came, as llmr_router_request does: curl_code is libcurl's
+ * CURLcode, detail its words. */
+void llmr_router_print_unreachable(const llmr_router_client *c, int curl_code, const char *detail,
+                                   long timeout_s);
+
 /* The router's error.message, else the start of the body. */
 const char *llmr_router_answer_message(const llmr_router_answer *a, char *buf, size_t size);
 

@@ -99,6 +99,7 @@ static const validator validators[LLMR_CONFIG_KEY_COUNT] = {
     [LLMR_CONFIG_LOG_FORMAT] = valid_log_format,
     [LLMR_CONFIG_PLUGIN_DIRS] = valid_any,
     [LLMR_CONFIG_REQUEST_TIMEOUT] = valid_seconds,
+    [LLMR_CONFIG_CPU_REQUEST_TIMEOUT] = valid_seconds,
     [LLMR_CONFIG_CANCEL_GRACE] = valid_seconds,
     [LLMR_CONFIG_MEMORY_THRESHOLD] = valid_fraction,
     [LLMR_CONFIG_VRAM_BUDGETS] = valid_budgets,
@@ -322,7 +323,7 @@ void llmr_config_print(const llmr_config *cfg, FILE *out)
     for (int k = 0; k < LLMR_CONFIG_KEY_COUNT; k++) {
         llmr_strbuf_reset(&sb);
         llmr_strbuf_put_display(&sb, cfg->value[k], strlen(cfg->value[k]));
-        fprintf(out, "%-16s %-32s (%s)\n", settings[k].name, llmr_strbuf_cstr(&sb),
+        fprintf(out, "%-19s %-32s (%s)\n", settings[k].name, llmr_strbuf_cstr(&sb),
                 llmr_config_source_name(cfg->source[k]));
     }
     llmr_strbuf_free(&sb);
@@ -338,7 +339,7 @@ void llmr_config_print_help(FILE *out)
         llmr_config_env_name((llmr_config_key)k, &env);
         const char *def =
             settings[k].def ? settings[k].def : "$XDG_DATA_HOME/llmr or ~/.local/share/llmr";
-        fprintf(out, "  %-18s %-22s %s", flag.data, env.data, settings[k].description);
+        fprintf(out, "  %-21s %-24s %s", flag.data, env.data, settings[k].description);
         if (def[0]) /* an empty default is described in the description */
             fprintf(out, " (default: %s)", def);
         fputc('\n', out);

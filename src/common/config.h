@@ -26,7 +26,11 @@
       "engine plugin directories, ':'-separated (default: DATA_DIR/engines, then the "    \
       "engines installed with llmr)")                                                     \
     X(REQUEST_TIMEOUT, request_timeout, "30",                                            \
-      "seconds a request may go without a token before the watchdog ends it")            \
+      "seconds a request of a model on a GPU may go without a token before the "          \
+      "watchdog ends it")                                                                \
+    X(CPU_REQUEST_TIMEOUT, cpu_request_timeout, "600",                                   \
+      "seconds a request of a model on the CPU may go without a token (its prompt's "     \
+      "prefill included) before the watchdog ends it")                                   \
     X(CANCEL_GRACE, cancel_grace, "5",                                                   \
       "seconds a timed-out request has to stop before its engine worker is killed")      \
     X(MEMORY_THRESHOLD, memory_threshold, "0.90",                                        \

@@ -137,6 +137,7 @@ void llmr_engine_host_options_default(llmr_engine_host_options *o)
 {
     memset(o, 0, sizeof *o);
     o->request_timeout_ms = 30000;
+    o->cpu_request_timeout_ms = 600000;
     o->cancel_grace_ms = 5000;
     o->load_timeout_ms = 600000;
     o->health_interval_ms = 1000;

@@ -12,7 +12,8 @@
  *     to make room where that suffices;
  *   - above the memory threshold, idle models are unloaded, least recently used
  *     first, until it is under again;
- *   - the watchdog ends a request that makes no progress for request_timeout_ms:
+ *   - the watchdog ends a request that makes no progress for request_timeout_ms
+ *     (cpu_request_timeout_ms for a model on the CPU; its messages name the setting):
  *     cancel, then after cancel_grace_ms kill the worker (its GPU memory goes back
  *     with the process); the client gets TIMEOUT and the model is reloaded for the
  *     next request;
@@ -46,7 +47,10 @@ typedef struct llmr_engine_host_options {
     const char *const *plugin_dirs;
     size_t plugin_dir_count;
     const char *worker_exe;          /* the llmr binary; NULL: this process's own */
-    unsigned request_timeout_ms;     /* no token for this long ends a request; 30000 */
+    unsigned request_timeout_ms;     /* no token for this long ends a request of a
+                                        model on a GPU; 30000 */
+    unsigned cpu_request_timeout_ms; /* the same for a model on the CPU, whose prefill
+                                        and tokens take far longer; 600000 */
     unsigned cancel_grace_ms;        /* then the worker is killed; 5000 */
     unsigned load_timeout_ms;        /* open + estimate + load; 600000 */
     unsigned health_interval_ms;     /* pings; 1000 */

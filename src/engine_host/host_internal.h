@@ -81,7 +81,7 @@ struct hworker {
     bool exited;
     int wait_status;
     uint64_t exited_ms;
-    char kill_reason[256];        /* why the host killed it ("" when it did not) */
+    char kill_reason[512];        /* why the host killed it ("" when it did not) */
     llmr_status kill_status;      /* what its running requests end with then */
     uint64_t started_ms, loaded_ms, ping_sent_ms, pong_ms;
     uint64_t token_ms;            /* the last token of any of its requests */
@@ -246,6 +246,11 @@ uint64_t worker_ram(const hworker *hw);
 
 /* host_supervisor.c */
 void *supervisor_main(void *arg);
+/* The watchdog's limit for a request on hw: cpu_request_timeout_ms for a worker on the
+ * CPU, request_timeout_ms on a GPU; and its setting in words, for messages:
+ * "cpu_request_timeout = 600 s (--cpu-request-timeout or LLMR_CPU_REQUEST_TIMEOUT)". */
+unsigned host_request_timeout_ms(const llmr_engine_host *h, const hworker *hw);
+void host_request_timeout_words(const llmr_engine_host *h, const hworker *hw, char *buf, size_t size);
 void host_on_pressure(void *ctx, const llmr_resource_snapshot *snap, llmr_resource_kind kind,
                       int gpu, double used_fraction);
 

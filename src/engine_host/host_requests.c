@@ -252,9 +252,13 @@ static void on_event(void *ctx, llmr_worker *w, uint64_t request_id, const llmr_
     }
     llmr_status status = wev->finish ? (llmr_status)wev->status : LLMR_OK;
     const char *why = NULL;
+    char why_buf[384];
     if (wev->finish == LLMR_ENGINE_FINISH_CANCELLED && r->timing_out) {
         status = LLMR_TIMEOUT;
-        why = "the request made no progress within the time limit and was stopped";
+        char setting[256];
+        host_request_timeout_words(h, hw, setting, sizeof setting);
+        snprintf(why_buf, sizeof why_buf, "the request made no progress for %s and was stopped", setting);
+        why = why_buf;
         m->timeouts++;
     } else if (wev->finish == LLMR_ENGINE_FINISH_CANCELLED) {
         status = LLMR_CANCELLED;

@@ -1,7 +1,8 @@
 /* The EngineHost supervisor: a thread that looks at every worker and model a few
  * times a second.
  *
- *   watchdog   a request with no token for request_timeout_ms is cancelled; if it
+ *   watchdog   a request with no token for request_timeout_ms (cpu_request_timeout_ms
+ *              on a worker on the CPU) is cancelled, the messages naming the setting; if it
  *              has not ended cancel_grace_ms later its worker is killed (the driver
  *              frees its GPU memory with the process) and its requests end TIMEOUT.
  *              A request still waiting for its first token while the same worker
@@ -21,31 +22,59 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/log.h"
 #include "engine_host/host_internal.h"
 
 #define TICK_MS 25u
 
+unsigned host_request_timeout_ms(const llmr_engine_host *h, const hworker *hw)
+{
+    return hw->gpu < 0 ? h->opt.cpu_request_timeout_ms : h->opt.request_timeout_ms;
+}
+
+void host_request_timeout_words(const llmr_engine_host *h, const hworker *hw, char *buf, size_t size)
+{
+    llmr_config_key key = hw->gpu < 0 ? LLMR_CONFIG_CPU_REQUEST_TIMEOUT : LLMR_CONFIG_REQUEST_TIMEOUT;
+    llmr_strbuf flag = LLMR_STRBUF_INIT, env = LLMR_STRBUF_INIT;
+    llmr_config_flag_name(key, &flag);
+    llmr_config_env_name(key, &env);
+    /* "--cpu-request-timeout" without its dashes, with underscores: the setting's name */
+    char name[64];
+    snprintf(name, sizeof name, "%s", llmr_strbuf_cstr(&flag) + (flag.len > 2 ? 2 : 0));
+    for (char *c = name; *c; c++)
+        *c = *c == '-' ? '_' : *c;
+    snprintf(buf, size, "%s = %g s, the limit for a model on %s; raise it with %s or %s", name,
+             (double)host_request_timeout_ms(h, hw) / 1000.0, hw->gpu < 0 ? "the CPU" : "a GPU",
+             llmr_strbuf_cstr(&flag), llmr_strbuf_cstr(&env));
+    llmr_strbuf_free(&flag);
+    llmr_strbuf_free(&env);
+}
+
 static void watch_requests(llmr_engine_host *h, hworker *hw, uint64_t now, outbox *ob)
 {
     const llmr_engine_host_options *o = &h->opt;
-    bool streaming = hw->token_ms && now - hw->token_ms <= o->request_timeout_ms;
+    unsigned limit_ms = host_request_timeout_ms(h, hw);
+    bool streaming = hw->token_ms && now - hw->token_ms <= limit_ms;
+    char setting[256];
     for (hreq *r = hw->running; r; r = r->next) {
         bool waiting_its_turn = !r->got_token && streaming;
-        if (!r->timing_out && !waiting_its_turn && now - r->progress_ms > o->request_timeout_ms) {
+        if (!r->timing_out && !waiting_its_turn && now - r->progress_ms > limit_ms) {
             r->timing_out = true;
             r->cancel_sent_ms = now;
             outbox_send(ob, hw, LLMR_WIRE_CANCEL, r->id, NULL);
-            llmr_log_warn(HOST_COMPONENT, "request %llu on model %s: no token for %.1f s; "
+            host_request_timeout_words(h, hw, setting, sizeof setting);
+            llmr_log_warn(HOST_COMPONENT, "request %llu on model %s: no token for %.1f s (%s); "
                                           "cancelling it",
                           (unsigned long long)r->id, hw->model->name,
-                          (double)(now - r->progress_ms) / 1000.0);
+                          (double)(now - r->progress_ms) / 1000.0, setting);
         } else if (r->timing_out && now - r->cancel_sent_ms > o->cancel_grace_ms &&
                    !hw->kill_reason[0]) {
+            host_request_timeout_words(h, hw, setting, sizeof setting);
             snprintf(hw->kill_reason, sizeof hw->kill_reason,
-                     "request %llu made no progress for %.1f s and did not stop within %.1f s of "
-                     "its cancel, so the engine worker of model %s (%s %s) was stopped",
-                     (unsigned long long)r->id, (double)o->request_timeout_ms / 1000.0,
+                     "request %llu made no progress for %.1f s (%s) and did not stop within %.1f s "
+                     "of its cancel, so the engine worker of model %s (%s %s) was stopped",
+                     (unsigned long long)r->id, (double)limit_ms / 1000.0, setting,
                      (double)o->cancel_grace_ms / 1000.0, hw->model->name, hw->plugin.id,
                      hw->plugin.version);
             hw->kill_status = LLMR_TIMEOUT;

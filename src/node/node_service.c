@@ -93,6 +93,8 @@ void llmr_node_host_options(const llmr_config *cfg, char **plugin_dirs, size_t c
     o->plugin_dir_count = count;
     o->request_timeout_ms =
         (unsigned)(llmr_config_number(cfg, LLMR_CONFIG_REQUEST_TIMEOUT) * 1000.0);
+    o->cpu_request_timeout_ms =
+        (unsigned)(llmr_config_number(cfg, LLMR_CONFIG_CPU_REQUEST_TIMEOUT) * 1000.0);
     o->cancel_grace_ms = (unsigned)(llmr_config_number(cfg, LLMR_CONFIG_CANCEL_GRACE) * 1000.0);
     o->memory_threshold = llmr_config_number(cfg, LLMR_CONFIG_MEMORY_THRESHOLD);
     const char *budgets = llmr_config_get(cfg, LLMR_CONFIG_VRAM_BUDGETS);

@@ -524,6 +524,16 @@ TEST(a_plugin_that_crashes_on_load_fails_the_load_not_the_node)
 static void short_watchdog(llmr_engine_host_options *o)
 {
     o->request_timeout_ms = 400;
+    o->cpu_request_timeout_ms = 400;
+    o->cancel_grace_ms = 200;
+}
+
+/* A model on the CPU (the loopback engine runs there) gets cpu_request_timeout, not the
+ * GPU's request_timeout: a slow prefill is not killed at the GPU's limit. */
+static void cpu_allowance(llmr_engine_host_options *o)
+{
+    o->request_timeout_ms = 300;
+    o->cpu_request_timeout_ms = 1500;
     o->cancel_grace_ms = 200;
 }
 
@@ -542,6 +552,9 @@ TEST(the_watchdog_kills_a_stuck_request_and_the_next_one_succeeds)
     CHECK(took >= 600 && took < 5000);
     CHECK_EQ_INT(r.tokens, 2);
     CHECK_CONTAINS(r.message, "made no progress");
+    /* the message names the setting to raise and its value */
+    CHECK_CONTAINS(r.message, "request_timeout = 0.4 s");
+    CHECK_CONTAINS(r.message, "request-timeout or LLMR_");
     run_free(&r);
     /* the variant hangs at its third token: two tokens finish */
     run r2;
@@ -552,6 +565,31 @@ TEST(the_watchdog_kills_a_stuck_request_and_the_next_one_succeeds)
     json_t *m = model_status(h, "m");
     CHECK_EQ_INT(json_integer_value(json_object_get(m, "restarts")), 1);
     json_decref(m);
+    llmr_engine_host_free(h);
+}
+
+TEST(the_watchdog_gives_a_model_on_the_cpu_its_own_longer_limit)
+{
+    const char *v[] = {"hang"};
+    llmr_engine_host *h = host_with(v, 1, cpu_allowance);
+    if (!h)
+        return;
+    add_model(h, "m", NULL);
+    run r;
+    run_init(&r);
+    uint64_t t0 = llmr_now_ms();
+    CHECK_EQ_INT(generate(h, "m", 50, &r), LLMR_TIMEOUT);
+    uint64_t took = llmr_now_ms() - t0;
+    json_t *st = model_status(h, "m");
+    CHECK(json_object_get(st, "gpu") != NULL);
+    bool on_cpu = json_is_null(json_object_get(st, "gpu"));
+    json_decref(st);
+    if (on_cpu) {
+        CHECK(took >= 1500 && took < 8000);
+        CHECK_CONTAINS(r.message, "cpu_request_timeout = 1.5 s, the limit for a model on the CPU");
+        CHECK_CONTAINS(r.message, "--cpu-request-timeout or LLMR_CPU_REQUEST_TIMEOUT");
+    }
+    run_free(&r);
     llmr_engine_host_free(h);
 }
 
@@ -978,6 +1016,7 @@ int main(void)
     RUN(requests_release_their_memory_and_can_be_cancelled);
     RUN(a_plugin_that_crashes_on_load_fails_the_load_not_the_node);
     RUN(the_watchdog_kills_a_stuck_request_and_the_next_one_succeeds);
+    RUN(the_watchdog_gives_a_model_on_the_cpu_its_own_longer_limit);
     RUN(the_watchdog_lets_a_request_wait_its_turn_inside_the_engine);
     RUN(a_crashed_worker_restarts_after_its_backoff_and_a_frozen_one_is_killed);
     RUN(a_worker_that_keeps_memory_after_its_requests_is_replaced);
