@@ -29,9 +29,9 @@ static void help(FILE *out)
             "  --json          print the router's answer as it is\n"
             "  --router URL    the router (default $LLMR_ROUTER, else\n"
             "                  http://127.0.0.1:PORT with the configured port)\n"
-            "  --api-key KEY   an admin key (default $LLMR_API_KEY, else $LLMR_ADMIN_KEY,\n"
-            "                  else for a router on this machine the key file\n"
-            "                  DATA_DIR/admin.key that the router wrote)\n\n"
+            "  --api-key KEY   (or --key) an admin key (default $LLMR_API_KEY, else\n"
+            "                  $LLMR_ADMIN_KEY, else for a router on this machine the key\n"
+            "                  file DATA_DIR/admin.key that the router wrote)\n\n"
             "Exit status: 0 done; 1 refused or failed; 2 a wrong command line.\n");
 }
 

@@ -18,7 +18,7 @@ static void help(FILE *out)
                  "  --json          print the router's GET /v0/models answer as it is\n"
                  "  --router URL    the router (default $LLMR_ROUTER, else\n"
                  "                  http://127.0.0.1:PORT with the configured port)\n"
-                 "  --api-key KEY   a node or admin key (default $LLMR_API_KEY, else\n"
+                 "  --api-key KEY   (or --key) a node or admin key (default $LLMR_API_KEY, else\n"
                  "                  $LLMR_ADMIN_KEY, else for a router on this machine the\n"
                  "                  key file DATA_DIR/admin.key that the router wrote)\n");
 }

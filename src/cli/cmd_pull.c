@@ -41,7 +41,7 @@ static void help(FILE *out)
             "  --timeout SECONDS        give up waiting after this long (default 600)\n"
             "  --router URL             the router (default $LLMR_ROUTER, else\n"
             "                           http://127.0.0.1:PORT with the configured port)\n"
-            "  --api-key KEY            an admin key (default $LLMR_API_KEY, else\n"
+            "  --api-key KEY            (or --key) an admin key (default $LLMR_API_KEY, else\n"
             "                           $LLMR_ADMIN_KEY, else for a router on this machine\n"
             "                           the key file DATA_DIR/admin.key)\n\n"
             "Exit status: 0 ready on a node (or registered, with --no-wait); 1 refused,\n"
