@@ -75,6 +75,7 @@ typedef struct request {
     float top_p, min_p;
     uint64_t seed;
     bool want_logprob;
+    uint32_t top_logprobs; /* gpu_pick: the alternatives wanted */
     float repetition, presence, frequency; /* gpu_pick: the penalties (1, 0, 0: off), whose */
     int32_t *pen_ids;     /* seen tokens (the sampler keeps them) go up in these, */
     uint32_t *pen_counts; /* grown as needed */

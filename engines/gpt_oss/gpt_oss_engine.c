@@ -5,8 +5,9 @@
  * generation_config.json), max_tokens, the end of the context, or a cancel.  One step
  * loop serves every request of the model together (step_loop.c); on the GPU each step
  * is one forward pass over a paged KV cache (gpu_step.c).  Tokens are picked on the GPU
- * (temperature, top_k, top_p, min_p, the penalties, seed, logprob); top logprobs bring
- * the logits row to the CPU sampler (sampler.h).
+ * (temperature, top_k, top_p, min_p, the penalties, seed, logprob and top logprobs); the
+ * CPU sampler (sampler.h) keeps the tokens seen for the penalties, and samples a row
+ * itself only with "host_sampler".
  *
  * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
  * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV cache
@@ -380,9 +381,10 @@ static llmr_status submit(llmr_engine_model *e, const llmr_engine_request_params
         r->on_token = on_token;
         r->user = user;
         r->sampler = gpt_sampler_create(&sp, c->vocab, p->prompt, p->prompt_len, &why);
-        /* what the GPU's pick does: temperature (greedy below 1e-5), top_k, top_p, min_p,
-         * the penalties and the logprob; top_logprobs are the CPU sampler's */
-        r->gpu_pick = !e->host_sampler && p->top_logprobs == 0;
+        /* the GPU's pick does everything the API takes: temperature (greedy below 1e-5),
+         * top_k, top_p, min_p, the penalties, the logprob and top_logprobs */
+        r->gpu_pick = !e->host_sampler;
+        r->top_logprobs = p->top_logprobs;
         r->repetition = p->repetition_penalty;
         r->presence = p->presence_penalty;
         r->frequency = p->frequency_penalty;

@@ -2,10 +2,10 @@
  * gpt_cuda items (tokens, positions, block tables, how each is sampled) and run through
  * the model in one forward pass.  A request whose sampling the GPU's pick does
  * (temperature, top_k, top_p, min_p, the penalties over the tokens its CPU sampler has
- * seen, the logprob) is picked there; one with top_logprobs has its row of logits come
- * to the host for the CPU sampler (sampler.h), as every request does with the load
- * option "host_sampler", and as a request's penalties do in a step whose seen tokens
- * would pass GPT_CUDA_PEN_CAP; a logits() request gets the rows of its prompt.  See
+ * seen, the logprob and top_logprobs) is picked there; its row of logits comes to the
+ * host for the CPU sampler (sampler.h) only with the load option "host_sampler", or in a
+ * step whose seen tokens would pass GPT_CUDA_PEN_CAP; a logits() request gets the rows
+ * of its prompt.  See
  * gpt_engine.h. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -87,6 +87,7 @@ static void describe_item(const llmr_sched_item *si, gpt_cuda_item *it, uint32_t
         it->repetition = r->repetition;
         it->presence = r->presence;
         it->frequency = r->frequency;
+        it->top_logprobs = r->top_logprobs;
         it->temperature = r->temperature;
         it->seed = r->seed;
         it->draw = q->len - q->prompt_len; /* the same after a preemption */
@@ -120,8 +121,12 @@ llmr_status gpt_gpu_step_run(llmr_engine_model *e, gpt_gpu_items *buf, const llm
             continue;
         memset(&r->last, 0, sizeof r->last);
         if (buf->items[i].pick) {
-            r->last.id = buf->items[i].picked;
-            r->last.logprob = r->want_logprob ? buf->items[i].logprob : 0.0f;
+            const gpt_cuda_item *it = &buf->items[i];
+            r->last.id = it->picked;
+            r->last.logprob = r->want_logprob || r->top_logprobs ? it->logprob : 0.0f;
+            r->last.top_count = it->top_count;
+            memcpy(r->last.top_ids, it->top_ids, it->top_count * sizeof *it->top_ids);
+            memcpy(r->last.top_logprobs, it->top_logprobs_out, it->top_count * sizeof *it->top_logprobs_out);
             gpt_sampler_accept(r->sampler, r->last.id); /* for its penalties */
         } else {
             gpt_sampler_sample(r->sampler, r->row, &r->last);

@@ -13,8 +13,9 @@
 #   node serving the 20b preset, many users at once; `serve120`, the same and `llmr bench
 #   engine` for full-size gpt-oss-120b (`--fill sparse`: the experts' blocks zeros, the
 #   rest random), SERVE120_ARGS replacing the bench's arguments; `batch`, how many of 64 concurrent
-#   greedy continuations equal their solo run, tests/gpu/check_batch_equal.py; `penalties`,
-#   the GPU's penalties against the CPU sampler's, tests/gpu/check_penalties.py; `soak`, 128
+#   greedy continuations equal their solo run, tests/gpu/check_batch_equal.py; `sampling`,
+#   the GPU's pick (penalties, top_logprobs) against the CPU sampler's,
+#   tests/gpu/check_pick_vs_cpu.py; `soak`, 128
 #   streams for 5 minutes with clients that go away, tests/gpu/soak_serve.py)
 #   Environment: MODELS (default /tmp/llmr-models) holds the synthetic snapshots;
 #   BENCH_ARGS adds arguments to `llmr bench engine`, PEER_ARGS to the peer script,
@@ -189,17 +190,17 @@ for step in $steps; do
       note "soak: $(grep '^soak:' "$out/soak.log") $(grep '^KV' "$out/soak.log") $(grep '^RESULT' "$out/soak.log" || echo 'no result')"
       stop_node
       ;;
-    penalties)
-      # the GPU's penalties against the CPU sampler's, over the same logits
+    sampling)
+      # the GPU's pick (penalties, top_logprobs) against the CPU sampler's, same logits
       synth gpt-oss-20b 20b 3 || continue
       start_node pen-gpu 20b gpt-oss-20b '{"batch_invariant":1}' || continue
-      python3 "$bundle/tests/check_penalties.py" "$url" gpt-oss-20b --save "$out/pen-gpu.json" \
+      python3 "$bundle/tests/check_pick_vs_cpu.py" "$url" gpt-oss-20b --save "$out/pen-gpu.json" \
         2>&1 | tee "$out/pen-gpu.log"
       stop_node
       start_node pen-cpu 20b gpt-oss-20b '{"batch_invariant":1,"host_sampler":1}' || continue
-      python3 "$bundle/tests/check_penalties.py" "$url" gpt-oss-20b --compare "$out/pen-gpu.json" \
+      python3 "$bundle/tests/check_pick_vs_cpu.py" "$url" gpt-oss-20b --compare "$out/pen-gpu.json" \
         2>&1 | tee "$out/pen-cpu.log"
-      note "penalties: $(grep '^RESULT' "$out/pen-cpu.log" || echo 'no result')"
+      note "sampling: $(grep '^RESULT' "$out/pen-cpu.log" || echo 'no result')"
       stop_node
       ;;
     batch)

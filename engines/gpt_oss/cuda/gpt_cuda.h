@@ -76,6 +76,7 @@ typedef struct gpt_cuda_kv_layout {
 void gpt_cuda_kv(const gpt_cuda *g, gpt_cuda_kv_layout *out);
 
 #define GPT_CUDA_PEN_CAP (1u << 20) /* penalty entries (seen tokens) one step carries */
+#define GPT_CUDA_TOP_MAX 20u         /* top_logprobs a pick row may ask for */
 
 /* One item of a step: tokens[0..count) of a sequence at positions start.. */
 typedef struct gpt_cuda_item {
@@ -96,6 +97,10 @@ typedef struct gpt_cuda_item {
     uint32_t n_pen;          /* penalties below apply to them before the filters (n_pen */
     float repetition;        /* 0: none; at most GPT_CUDA_PEN_CAP in a step); repetition 1, */
     float presence, frequency; /* presence and frequency 0: off (sampler.h) */
+    uint32_t top_logprobs;   /* with pick: the alternatives wanted (0..GPT_CUDA_TOP_MAX); */
+    uint32_t top_count;      /* out: how many there are (finite ones), most likely first, */
+    int32_t top_ids[GPT_CUDA_TOP_MAX];  /* ties to the lower id, with their log-softmax at */
+    float top_logprobs_out[GPT_CUDA_TOP_MAX]; /* temperature 1 (as the CPU sampler's) */
     float *logits;           /* host or NULL: rows logits_from..count-1 of the item go to */
     uint32_t logits_from;    /* logits + (row - logits_from) * vocab */
     int32_t picked;          /* out, with pick: the id, and its log-softmax at */

@@ -60,6 +60,9 @@ struct StepBuf {
     PickOut *pout, *h_pout; /* [rows] */
     PenEntry *pen, *h_pen;  /* [GPT_CUDA_PEN_CAP]: the pick rows' penalty entries, and their
                                pinned twin */
+    TopEntry *top, *h_top;  /* [rows][GPT_TOP_MAX]: the pick rows' top_logprobs (k_top_logprobs) */
+    uint32_t *top_counts, *h_top_counts; /* [rows] */
+    void *top_scratch;
 };
 
 struct gpt_cuda {

@@ -96,6 +96,7 @@ static uint64_t scratch_bytes(const gpt_config *c, uint32_t T, uint32_t context)
                     k_attention_paged_scratch_floats(GPT_CUDA_SPLIT_ROWS, c->heads, c->head_dim) * 4 +
                     R * c->vocab * 4 + R * H * 4 + k_pick_rows_scratch_bytes((uint32_t)R) +
                     R * sizeof(PickOut) + GPT_CUDA_PEN_CAP * sizeof(PenEntry) +
+                    R * (GPT_TOP_MAX * sizeof(TopEntry) + 4) + k_top_logprobs_scratch_bytes((uint32_t)R) +
                     step_input_bytes(T, (uint32_t)R, context);
     uint64_t one = (Q + k) * 4 + k * 4 + k * c->inter * 2 + H * 2 +
                    k_moe_down_scratch_bytes(c->top_k, c->hidden);
@@ -391,6 +392,8 @@ static cudaError_t alloc_scratch(gpt_cuda *g)
     A(b->xg, R * H);
     A(b->pout, R);
     A(b->pen, GPT_CUDA_PEN_CAP);
+    A(b->top, R * GPT_TOP_MAX);
+    A(b->top_counts, R);
     A(b->attn_f, Q);
     A(b->d_ew, k);
     A(b->d_eids, k);
@@ -398,6 +401,8 @@ static cudaError_t alloc_scratch(gpt_cuda *g)
     A(b->d_act, k * c->inter);
     if (e == cudaSuccess)
         e = dalloc(g, &b->pick_scratch, k_pick_rows_scratch_bytes((uint32_t)R));
+    if (e == cudaSuccess)
+        e = dalloc(g, &b->top_scratch, k_top_logprobs_scratch_bytes((uint32_t)R));
     size_t down_bytes = k_moe_down_scratch_bytes(c->top_k, c->hidden);
     if (e == cudaSuccess)
         e = dalloc(g, &b->moe_down, down_bytes);
@@ -415,6 +420,10 @@ static cudaError_t alloc_scratch(gpt_cuda *g)
         e = cudaMallocHost(&b->h_pout, R * sizeof(PickOut));
     if (e == cudaSuccess)
         e = cudaMallocHost(&b->h_pen, GPT_CUDA_PEN_CAP * sizeof(PenEntry));
+    if (e == cudaSuccess)
+        e = cudaMallocHost(&b->h_top, R * GPT_TOP_MAX * sizeof(TopEntry) + R * sizeof(uint32_t));
+    if (e == cudaSuccess)
+        b->h_top_counts = reinterpret_cast<uint32_t *>(b->h_top + R * GPT_TOP_MAX);
     if (e == cudaSuccess) {
         unsigned char *at = b->in;
         b->ids = reinterpret_cast<int32_t *>(at);
@@ -673,6 +682,8 @@ void gpt_cuda_free(gpt_cuda *g)
         cudaFreeHost(g->sb.h_pout);
     if (g->sb.h_pen)
         cudaFreeHost(g->sb.h_pen);
+    if (g->sb.h_top)
+        cudaFreeHost(g->sb.h_top);
     if (g->stream)
         cudaStreamDestroy(g->stream);
     free(g->allocs);

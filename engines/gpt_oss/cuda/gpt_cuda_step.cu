@@ -15,6 +15,7 @@
  * read from fixed device buffers that each step fills before launching it.  With
  * batch_invariant (gpt_cuda_impl.cuh) every step takes the GEMM path with one order of
  * sums whatever the batch. */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -193,6 +194,7 @@ struct Plan {
     uint32_t T, n_tables, n_pick, max_pos;
     bool cuts; /* a pick row has top_k, top_p or min_p */
     uint32_t n_pen; /* the pick rows' penalty entries, in the pinned h_pen */
+    bool tops;      /* a pick row wants top_logprobs */
     LogitRow *rows; /* picks first */
     uint32_t n_rows;
 };
@@ -309,8 +311,10 @@ static llmr_status plan_step(gpt_cuda *g, const gpt_cuda_item *items, uint32_t n
                                   it->n_pen,
                                   it->n_pen ? it->repetition : 1.0f,
                                   it->presence,
-                                  it->frequency};
+                                  it->frequency,
+                                  it->top_logprobs < GPT_TOP_MAX ? it->top_logprobs : GPT_TOP_MAX};
             p->n_pen += it->n_pen;
+            p->tops |= it->top_logprobs > 0;
             p->cuts |= prow[picks].temperature > 0.0f &&
                        ((it->top_k > 0 && it->top_k < g->cfg.vocab) ||
                         (it->top_p > 0.0f && it->top_p < 1.0f) || it->min_p > 0.0f);
@@ -327,6 +331,36 @@ static llmr_status plan_step(gpt_cuda *g, const gpt_cuda_item *items, uint32_t n
         t0 += it->count;
     }
     return LLMR_OK;
+}
+
+static_assert(GPT_TOP_MAX == GPT_CUDA_TOP_MAX, "one bound of top_logprobs");
+
+/* A pick row's top_logprobs from its gathered entries: most likely first, ties to the
+ * lower id, each logit - max - lse in double as the CPU sampler does. */
+static void fill_top(gpt_cuda_item *it, const TopEntry *e, uint32_t count, const PickOut *o)
+{
+    TopEntry top[GPT_TOP_MAX];
+    uint32_t n = count < GPT_TOP_MAX ? count : GPT_TOP_MAX;
+    if (n > it->top_logprobs)
+        n = it->top_logprobs;
+    for (uint32_t i = 0; i < n; i++) { /* an insertion sort of at most 20 */
+        TopEntry x = e[i];
+        uint32_t j = i;
+        while (j > 0 && (x.logit > top[j - 1].logit || (x.logit == top[j - 1].logit && x.id < top[j - 1].id))) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = x;
+    }
+    it->top_count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double lp = (double)top[i].logit - (double)o->max - (double)o->lse;
+        if (lp <= -(double)FLT_MAX)
+            break;
+        it->top_ids[i] = top[i].id;
+        it->top_logprobs_out[i] = (float)lp;
+        it->top_count = i + 1;
+    }
 }
 
 /* The pinned inputs' pieces that the plan used, to the device. */
@@ -393,6 +427,14 @@ static cudaError_t finish_rows(gpt_cuda *g, const Plan *p, gpt_cuda_item *items)
                            st));
             CK(cudaMemcpyAsync(b->h_pout, b->pout, picks * sizeof(PickOut), cudaMemcpyDeviceToHost, st));
         }
+        if (picks && p->tops) {
+            CK(k_top_logprobs(b->top, b->top_counts, b->prow, b->logits, picks, c->vocab,
+                              b->top_scratch, st));
+            CK(cudaMemcpyAsync(b->h_top, b->top, (size_t)picks * GPT_TOP_MAX * sizeof(TopEntry),
+                               cudaMemcpyDeviceToHost, st));
+            CK(cudaMemcpyAsync(b->h_top_counts, b->top_counts, picks * sizeof(uint32_t),
+                               cudaMemcpyDeviceToHost, st));
+        }
         for (uint32_t r = picks; r < R; r++)
             CK(cudaMemcpyAsync(p->rows[first + r].host, b->logits + (size_t)r * c->vocab,
                                (size_t)c->vocab * sizeof(float), cudaMemcpyDeviceToHost, st));
@@ -401,6 +443,8 @@ static cudaError_t finish_rows(gpt_cuda *g, const Plan *p, gpt_cuda_item *items)
             gpt_cuda_item *it = &items[p->rows[r].item];
             it->picked = b->h_pout[r].id;
             it->logprob = b->h_pout[r].logprob;
+            if (p->tops)
+                fill_top(it, b->h_top + (size_t)r * GPT_TOP_MAX, b->h_top_counts[r], &b->h_pout[r]);
         }
     }
     return cudaStreamSynchronize(st);
@@ -412,7 +456,7 @@ static cudaError_t run(gpt_cuda *g, const Plan *p, gpt_cuda_item *items, uint32_
 {
     CK(upload(g, p));
     bool one = p->T == 1 && n == 1 && !g->invariant;
-    if (one && p->n_pick == 1 && p->n_rows == 1 && !p->n_pen) {
+    if (one && p->n_pick == 1 && p->n_rows == 1 && !p->n_pen && !p->tops) {
         if (!g->graph1_ready)
             CK(capture_one(g));
         CK(cudaGraphLaunch(g->graph1[p->cuts], g->stream));

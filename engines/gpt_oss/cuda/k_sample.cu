@@ -112,13 +112,16 @@ static __device__ PickPart scan_slice(const float *logits, uint32_t lo, uint32_t
 
 /* Thread i < n holds parts[i]: the merged pick (id and its log-softmax) in every thread. */
 static __device__ void merge_parts(const PickPart *parts, uint32_t n, const float *logits,
-                                   uint32_t vocab, int32_t *id_out, float *logprob_out)
+                                   uint32_t vocab, int32_t *id_out, float *logprob_out,
+                                   float *max_out, float *lse_out)
 {
     PickPart p = threadIdx.x < n ? parts[threadIdx.x] : PickPart{-FLT_MAX, 0x7fffffff, -FLT_MAX, 0};
     float best = p.best, mx = p.max;
     int32_t id = p.id;
     block_best_max(best, id, mx);
     float total = block_sum(p.sum > 0 ? p.sum * __expf(p.max - mx) : 0.0f);
+    *max_out = mx;
+    *lse_out = total > 0 ? __logf(total) : 0.0f;
     if (id < 0 || (uint32_t)id >= vocab) { /* no number in the row (all NaN): id 0 */
         *id_out = 0;
         *logprob_out = -INFINITY;
@@ -158,10 +161,11 @@ __global__ void __launch_bounds__(ROW_SLICES_MAX) pick_rows_merge_kernel(PickOut
     grid_launch_next();
     const uint32_t r = blockIdx.x;
     int32_t id;
-    float logprob;
-    merge_parts(parts + (size_t)r * slices, slices, logits + (size_t)r * vocab, vocab, &id, &logprob);
+    float logprob, mx, lse;
+    merge_parts(parts + (size_t)r * slices, slices, logits + (size_t)r * vocab, vocab, &id, &logprob,
+                &mx, &lse);
     if (threadIdx.x == 0)
-        out[r] = PickOut{id, logprob};
+        out[r] = PickOut{id, logprob, mx, lse};
 }
 
 size_t k_pick_rows_scratch_bytes(uint32_t rows)
@@ -227,5 +231,75 @@ cudaError_t k_apply_penalties(float *logits, const PickRow *rows, const PenEntry
     if (R == 0)
         return cudaSuccess;
     LAUNCH(apply_penalties_kernel, R, 256, 0, s, logits, rows, pen, vocab);
+    return cudaGetLastError();
+}
+
+/* ---- top_logprobs ------------------------------------------------------------------------ */
+
+/* Row r's top_k filter of top_logprobs tokens (at temperature 1, nothing else): its cut
+ * is where the most likely top_logprobs end. */
+__global__ void top_rows_kernel(PickRow *out, const PickRow *rows, uint32_t R)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R)
+        return;
+    PickRow t = {};
+    t.temperature = 1.0f;
+    t.top_k = rows[r].top_logprobs;
+    t.top_p = 1.0f;
+    t.repetition = 1.0f;
+    out[r] = t;
+}
+
+#define TOP_SLICES 16u
+
+/* The tokens row r's cut keeps, gathered (slices of the row a block each). */
+__global__ void top_gather_kernel(TopEntry *out, uint32_t *counts, const PickRow *rows,
+                                  const PickCut *cuts, const float *logits, uint32_t vocab)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    const uint32_t r = blockIdx.y, n = rows[r].top_logprobs;
+    if (n == 0)
+        return;
+    const uint32_t per = (vocab + TOP_SLICES - 1) / TOP_SLICES, lo = blockIdx.x * per;
+    const uint32_t hi = min(vocab, lo + per);
+    const PickCut cut = cuts[r];
+    const float *row = logits + (size_t)r * vocab;
+    for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        float l = row[i];
+        if (!isfinite(l) || !(l > cut.t || (l == cut.t && (int32_t)i <= cut.id_max)))
+            continue;
+        uint32_t k = atomicAdd(&counts[r], 1u);
+        if (k < GPT_TOP_MAX)
+            out[(size_t)r * GPT_TOP_MAX + k] = TopEntry{(int32_t)i, l};
+    }
+}
+
+size_t k_top_logprobs_scratch_bytes(uint32_t R)
+{
+    return (size_t)R * (sizeof(PickRow) + sizeof(PickCut)) + 256 + k_pick_cuts_scratch_bytes(R);
+}
+
+cudaError_t k_top_logprobs(TopEntry *out, uint32_t *counts, const PickRow *rows, const float *logits,
+                           uint32_t R, uint32_t vocab, void *scratch, cudaStream_t s)
+{
+    if (R == 0)
+        return cudaSuccess;
+    unsigned char *at = static_cast<unsigned char *>(scratch);
+    PickRow *top_rows = reinterpret_cast<PickRow *>(at);
+    at += (size_t)R * sizeof(PickRow);
+    PickCut *cuts = reinterpret_cast<PickCut *>(at);
+    at += (size_t)R * sizeof(PickCut);
+    at = reinterpret_cast<unsigned char *>(((uintptr_t)at + 255) & ~(uintptr_t)255);
+    cudaError_t e = cudaMemsetAsync(counts, 0, R * sizeof(uint32_t), s);
+    if (e != cudaSuccess)
+        return e;
+    LAUNCH(top_rows_kernel, (R + 255) / 256, 256, 0, s, top_rows, rows, R);
+    if ((e = k_pick_cuts(cuts, top_rows, logits, R, vocab, at, s)) != cudaSuccess)
+        return e;
+    LAUNCH(top_gather_kernel, dim3(TOP_SLICES, R), 256, 0, s, out, counts, rows, cuts, logits, vocab);
     return cudaGetLastError();
 }

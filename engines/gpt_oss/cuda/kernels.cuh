@@ -111,6 +111,13 @@ struct PickRow {
     /* the penalties (k_apply_penalties), over the row's entries pen[pen_first..+pen_count) */
     uint32_t pen_first, pen_count;
     float repetition, presence, frequency;
+    uint32_t top_logprobs; /* alternatives k_top_logprobs gathers (0..GPT_TOP_MAX) */
+};
+#define GPT_TOP_MAX 20
+/* One of a row's most likely tokens (k_top_logprobs): its id and logit. */
+struct TopEntry {
+    int32_t id;
+    float logit;
 };
 /* A token a request has seen: in its prompt (count 0, for the repetition penalty) or
  * generated `count` times. */
@@ -121,6 +128,8 @@ struct PenEntry {
 struct PickOut {
     int32_t id;
     float logprob; /* log-softmax at temperature 1 */
+    float max, lse; /* the row's largest logit and log(sum of exp(logit - max)): a token's
+                       log-softmax is logit - max - lse */
 };
 /* Where a row's filters cut the order of its tokens (logit descending, id ascending):
  * a token is kept when its logit is above t, or equal to t with an id up to id_max. */
@@ -134,6 +143,14 @@ struct PickCut {
 cudaError_t k_pick_rows(PickOut *out, const PickRow *rows, const float *logits, uint32_t R,
                         uint32_t vocab, void *scratch, bool cuts, cudaStream_t s);
 size_t k_pick_rows_scratch_bytes(uint32_t rows);
+/* out[r * GPT_TOP_MAX + i], i < counts[r]: the rows[r].top_logprobs most likely tokens of
+ * logits row r (logit descending, ties to the lower id, as the CPU sampler's
+ * top_logprobs; non-finite logits left out), in no order: the cut of a top_k filter
+ * (k_pick_cuts), then the tokens it keeps.  Rows with top_logprobs 0 get none.
+ * scratch: k_top_logprobs_scratch_bytes(R). */
+cudaError_t k_top_logprobs(TopEntry *out, uint32_t *counts, const PickRow *rows, const float *logits,
+                           uint32_t R, uint32_t vocab, void *scratch, cudaStream_t s);
+size_t k_top_logprobs_scratch_bytes(uint32_t R);
 /* The CPU sampler's penalties (sampler.h), in its order and arithmetic, on logits row r
  * for each of rows[r]'s entries: a repetition penalty divides a positive logit and
  * multiplies a negative one; a generated token then loses frequency * count and presence
