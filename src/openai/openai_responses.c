@@ -481,7 +481,9 @@ char *llmr_oai_responses_chain(const llmr_oai_responses *r, const json_t *earlie
     if (body && items && json_array_extend(items, (json_t *)earlier_input) == 0 &&
         json_array_extend(items, (json_t *)earlier_output) == 0 && json_array_extend(items, r->input) == 0 &&
         json_object_set(body, "input", items) == 0 &&
-        json_object_del(body, "previous_response_id") == 0)
+        json_object_del(body, "previous_response_id") == 0 &&
+        /* for the answer's echo: the node takes no previous_response_id itself */
+        json_object_set_new(body, LLMR_OAI_PREVIOUS_ECHO, json_string(r->previous_response_id)) == 0)
         text = llmr_oai_dumps(body);
     json_decref(items);
     json_decref(body);

@@ -45,6 +45,10 @@ bool llmr_oai_responses_parse(const char *body, size_t len, bool allow_previous,
                               llmr_oai_responses *out, llmr_oai_error *err);
 void llmr_oai_responses_free(llmr_oai_responses *r);
 
+/* The field of a chained request (router to node) that carries the previous response's
+ * id, which the node echoes in its answer as previous_response_id. */
+#define LLMR_OAI_PREVIOUS_ECHO "llmr_previous_response_id"
+
 /* The body of the same request without previous_response_id, whose input is the
  * earlier response's input items, then its output items, then r's own input (new,
  * compact JSON, malloc'd); NULL without memory. */

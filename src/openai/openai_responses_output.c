@@ -91,7 +91,8 @@ llmr_oai_resp_out *llmr_oai_resp_out_new(const char *id, const char *model, int6
         setting(request, "tool_choice", json_string("auto")), "tools",
         setting(request, "tools", json_array()), "max_output_tokens",
         setting(request, "max_output_tokens", json_null()), "previous_response_id",
-        setting(request, "previous_response_id", json_null()), "background", false, "store",
+        setting(request, "previous_response_id", setting(request, LLMR_OAI_PREVIOUS_ECHO, json_null())),
+        "background", false, "store",
         store, "text", "format", "type", "text", "truncation", "disabled", "usage", "reasoning",
         reasoning ? reasoning : json_null());
     if (!o->response) {

@@ -193,6 +193,9 @@ else:
         follow = create("follow-up", body("<|channel|>final<|message|>again<|return|>", previous_response_id=r1["id"]))
         if alone and follow:
             check(texts(follow) == [("message", "again")], f"follow-up output {texts(follow)}")
+            check(follow.get("previous_response_id") == r1["id"],
+                  f"the follow-up echoes previous_response_id: {follow.get('previous_response_id')}")
+            check(alone.get("previous_response_id") is None, "a response without one echoes null")
             check(follow["usage"]["input_tokens"] > alone["usage"]["input_tokens"] + 5,
                   f"follow-up input tokens {follow['usage']['input_tokens']} vs alone {alone['usage']['input_tokens']}")
             status, _ = request("GET", f"/v1/responses/{alone['id']}")
