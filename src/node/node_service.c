@@ -261,8 +261,12 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
     gethostname(hostname, sizeof hostname - 1);
     const char *node_name = no->node_name ? no->node_name : hostname;
     if (!no->no_http) {
-        llmr_node_http_options ho = {llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_config_port(cfg), 0,
-                                     no->api_key, node_name, llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS)};
+        llmr_node_http_options ho = {.host = llmr_config_get(cfg, LLMR_CONFIG_HOST),
+                                     .port = llmr_config_port(cfg),
+                                     .api_key = no->api_key,
+                                     .router_linked = no->router_url != NULL,
+                                     .node_name = node_name,
+                                     .cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS)};
         llmr_strbuf he = LLMR_STRBUF_INIT;
         st = llmr_node_http_start(&ho, n->host, &n->http, &he);
         if (st != LLMR_OK) {

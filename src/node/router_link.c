@@ -210,10 +210,14 @@ static bool do_register(llmr_router_link *l, llmr_strbuf *err)
     long st = request(l, "POST", "/v0/nodes", body, &answer, err);
     json_decref(body);
     const char *id = json_string_value(json_object_get(answer, "node_id"));
-    bool ok = st == 200 && id;
-    if (st == 200 && !id)
-        llmr_strbuf_puts(err, "the router's registration answer has no node_id");
+    const char *secret = json_string_value(json_object_get(answer, "node_secret"));
+    bool ok = st == 200 && id && secret && *secret;
+    if (st == 200 && !ok)
+        llmr_strbuf_puts(err, "the router's registration answer has no node_id or node_secret");
     if (ok) {
+        /* the credential the router presents on every request it sends here */
+        if (l->http)
+            llmr_node_http_set_router_secret(l->http, secret);
         json_t *iv = json_object_get(answer, "heartbeat_interval_s");
         pthread_mutex_lock(&l->lock);
         free(l->node_id);

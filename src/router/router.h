@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/strbuf.h"
 #include "llmr/status.h"
 
@@ -36,6 +38,11 @@ typedef struct llmr_router_options {
     const char *artifact_allowlist; /* the publishers of optional GPU artifacts (org patterns) */
     const char *hf_endpoint, *hf_token; /* NULL: the environment's */
     unsigned node_offline_ms;      /* no heartbeat this long: offline; default 15000 */
+    unsigned node_expire_ms;       /* no heartbeat this long: removed; default 600000
+                                      (0: never) */
+    const char *node_url_allow;    /* networks a node's URL may be in besides the
+                                      registration's own address (node_address.h);
+                                      NULL: none */
     unsigned heartbeat_s;          /* what nodes are told; default 5 */
     unsigned node_max_outstanding; /* requests per node at once; default 256 */
     unsigned queue_max;            /* requests waiting for a node; default 1024 */
@@ -62,6 +69,8 @@ size_t llmr_router_model_count(llmr_router *r);
 llmr_status llmr_router_create_key(llmr_router *r, const char *name, unsigned scopes, char **id, char **secret,
                                    llmr_strbuf *err);
 void llmr_router_revoke_key(llmr_router *r, const char *id);
+/* The keys, as GET /v0/keys lists them (no secrets); a new reference. */
+json_t *llmr_router_list_keys(llmr_router *r);
 
 /* ---- the key file: DATA_DIR/admin.key, mode 0600, the admin key and a newline ---- */
 #define LLMR_ROUTER_KEY_FILE "admin.key"
