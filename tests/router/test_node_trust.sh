@@ -120,7 +120,7 @@ for _ in $(seq 60); do
   [[ $(field '["nodes"].__len__()') == 0 ]] && { gone=1; break; }
   sleep 0.1
 done
-[[ -n $gone ]] || fail "the silent node is removed after --node-expire: $(cat "$tmp/body")"
+[[ -n $gone ]] || fail "the silent node is removed after --node-expire: $(head -c 300 "$tmp/body")"
 grep -q "removed: no heartbeat" "$tmp/router.log" || fail "the router logs the removal"
 
 # --- the real node with k1, and a model ready on it
@@ -144,6 +144,10 @@ nport=$(cat "$tmp/node/run/http.port")
 # --- the stolen key: another node is refused while k1's is online; chats never reach it
 [[ $(reg "$k1" "http://127.0.0.1:$fport") == 409 ]] || fail "a second node for k1 while its node is online: 409, got $(cat "$tmp/body")"
 has "$(cat "$tmp/body")" node_key_in_use "the 409 says the key holds a node"
+# had it been let in, the thief's node would now say it has loop ready
+fid=$(field '["node_id"]')
+[[ -n $fid && $fid != None ]] &&
+  call POST "/v0/nodes/$fid/heartbeat" "$k1" '{"in_flight": 0, "models": [{"name": "loop", "state": "ready"}]}' >/dev/null
 [[ $(reg "$k1" "http://192.0.2.7:$fport") == 403 ]] || fail "k1 with another host's URL: 403"
 # a spoofed heartbeat from k2: the node stays as it was (ready, online)
 [[ $(call POST "/v0/nodes/$id1/heartbeat" "$k2" '{"in_flight": 0, "models": [{"name": "loop", "state": "failed", "reason": "spoofed"}]}') == 404 ]] ||
