@@ -283,9 +283,12 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
         char node_url[512];
         if (no->node_url)
             snprintf(node_url, sizeof node_url, "%s", no->node_url);
-        else
-            snprintf(node_url, sizeof node_url, "http://%s:%u", llmr_config_get(cfg, LLMR_CONFIG_HOST),
+        else { /* an IPv6 address in brackets; 0.0.0.0 and [::] the link replaces (router_link.c) */
+            const char *host = llmr_config_get(cfg, LLMR_CONFIG_HOST);
+            bool six = strchr(host, ':') != NULL;
+            snprintf(node_url, sizeof node_url, "http://%s%s%s:%u", six ? "[" : "", host, six ? "]" : "",
                      n->http ? llmr_node_http_port(n->http) : 0);
+        }
         llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
                                        no->origin_allowlist, no->prefer_origin, no->allow_cpu,
                                        no->heartbeat_ms, no->engine_options};

@@ -44,6 +44,7 @@ struct llmr_router_link {
     bool stopping;
     bool beat_now;                /* a model changed state: heartbeat without waiting */
     char *node_id;                /* NULL until registered */
+    char local_ip[64];            /* this end's address of the last request to the router */
     unsigned interval_ms;
     synced *models;
     size_t n_models;
@@ -92,6 +93,12 @@ static long request(llmr_router_link *l, const char *method, const char *path, c
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
     long status = 0;
     CURLcode rc = curl_easy_perform(c);
+    char *ip = NULL;
+    if (rc == CURLE_OK && curl_easy_getinfo(c, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip && *ip) {
+        pthread_mutex_lock(&l->lock);
+        snprintf(l->local_ip, sizeof l->local_ip, "%s", ip);
+        pthread_mutex_unlock(&l->lock);
+    }
     if (rc != CURLE_OK) {
         llmr_strbuf_printf(err, "%s %s: %s", method, url ? url : path, curl_easy_strerror(rc));
     } else {
@@ -116,6 +123,25 @@ static long request(llmr_router_link *l, const char *method, const char *path, c
 
 /* ---- what the node tells the router ---------------------------------------------- */
 
+/* The URL the router reaches this node at.  A node bound to every address
+ * (http://0.0.0.0:PORT, http://[::]:PORT) is reached at the address it reaches the
+ * router from, the one the router sees its registration come from. */
+static char *node_url(llmr_router_link *l)
+{
+    const char *u = l->o.node_url;
+    const char *wild = !strncmp(u, "http://0.0.0.0:", 15) ? u + 14 : !strncmp(u, "http://[::]:", 12) ? u + 11 : NULL;
+    char ip[64];
+    pthread_mutex_lock(&l->lock);
+    snprintf(ip, sizeof ip, "%s", l->local_ip);
+    pthread_mutex_unlock(&l->lock);
+    if (!wild || !ip[0])
+        return strdup(u);
+    llmr_strbuf b = LLMR_STRBUF_INIT;
+    bool six = strchr(ip, ':') != NULL;
+    llmr_strbuf_printf(&b, "http://%s%s%s%s", six ? "[" : "", ip, six ? "]" : "", wild);
+    return llmr_strbuf_take(&b);
+}
+
 static json_t *registration(llmr_router_link *l)
 {
     json_t *status = llmr_engine_host_status(l->host);
@@ -125,13 +151,15 @@ static json_t *registration(llmr_router_link *l)
     json_array_foreach(json_object_get(res, "gpus"), i, g)
         json_array_append_new(gpus, json_pack("{s:O, s:O}", "name", json_object_get(g, "name"),
                                               "vram_total", json_object_get(g, "total_bytes")));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o}", "name", l->o.node_name, "url", l->o.node_url,
+    char *url = node_url(l);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o}", "name", l->o.node_name, "url", url ? url : l->o.node_url,
                           "version", LLMR_VERSION, "has_gpu", json_array_size(gpus) > 0, "allow_cpu",
                           l->o.allow_cpu, "gpus", gpus);
     json_t *ram = json_object_get(json_object_get(res, "ram"), "total_bytes");
     if (ram)
         json_object_set(o, "ram_total", ram);
     json_decref(status);
+    free(url);
     return o;
 }
 
@@ -206,7 +234,17 @@ static json_t *heartbeat(llmr_router_link *l)
 
 static bool do_register(llmr_router_link *l, llmr_strbuf *err)
 {
-    json_t *body = registration(l), *answer = NULL;
+    json_t *answer = NULL;
+    pthread_mutex_lock(&l->lock);
+    bool know_ip = l->local_ip[0] != 0;
+    pthread_mutex_unlock(&l->lock);
+    if (!know_ip) { /* this end's address, for a node bound to every address */
+        request(l, "GET", "/health", NULL, &answer, err);
+        json_decref(answer);
+        answer = NULL;
+        llmr_strbuf_reset(err);
+    }
+    json_t *body = registration(l);
     long st = request(l, "POST", "/v0/nodes", body, &answer, err);
     json_decref(body);
     const char *id = json_string_value(json_object_get(answer, "node_id"));

@@ -172,5 +172,20 @@ for key in "$k1" "$user" "$admin"; do
   [[ $code == 401 ]] || fail "the node refuses a router key as its credential (401), got $code"
 done
 
+# --- a node bound to every address registers the address it reaches the router from
+[[ $(call POST /v0/keys "$admin" '{"name": "node three", "scopes": "node"}') == 201 ]] || fail "key three"
+k3=$(field '["secret"]')
+LLMR_DATA_DIR="$tmp/node3" "$LLMR" node --host 0.0.0.0 --port 0 --router "http://127.0.0.1:$rport" --node-key "$k3" \
+  --allow-cpu --node-name three >"$tmp/node3.log" 2>&1 &
+pids+=($!)
+url3=
+for _ in $(seq 100); do
+  call GET /v0/nodes "$admin" >/dev/null
+  url3=$(python3 -c 'import json,sys; print(" ".join(n["url"] for n in json.load(open(sys.argv[1]))["nodes"] if n["name"] == "three"))' "$tmp/body" 2>/dev/null)
+  [[ -n $url3 ]] && break
+  sleep 0.1
+done
+[[ $url3 =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || fail "a node on 0.0.0.0 registers http://127.0.0.1:PORT, got \"$url3\": $(tail -3 "$tmp/node3.log")"
+
 [[ $failures -gt 0 ]] && { echo "--- router log"; tail -30 "$tmp/router.log"; echo "--- node log"; tail -20 "$tmp/node.log"; }
 finish_checks "node trust"
