@@ -593,6 +593,11 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
             return true;
         bool ok = n == 2 ? llmr_node_registry_remove(r->nodes, seg[1])
                          : llmr_node_registry_drain(r->nodes, seg[1], !strcmp(seg[2], "drain"));
+        if (ok && n == 2) { /* the store forgets it too */
+            llmr_strbuf err = LLMR_STRBUF_INIT;
+            llmr_store_node_delete(r->store, seg[1], &err);
+            llmr_strbuf_free(&err);
+        }
         if (ok)
             llmr_http_reply_json(reply, 200, json_pack("{s:s, s:s}", "node", seg[1], "result",
                                                        n == 2 ? "removed" : seg[2]));

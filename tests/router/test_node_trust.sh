@@ -172,6 +172,14 @@ for key in "$k1" "$user" "$admin"; do
   [[ $code == 401 ]] || fail "the node refuses a router key as its credential (401), got $code"
 done
 
+# --- the store keeps only the nodes the router knows: the replaced, expired and removed
+# ones are gone from router.db
+rows() { python3 -c 'import sqlite3,sys; print(" ".join(r[0] for r in sqlite3.connect(sys.argv[1]).execute("select id from nodes order by id")))' "$tmp/router/router.db" 2>&1; }
+[[ $(rows) == "$id1" ]] || fail "router.db holds the one node the router knows ($id1), got: $(rows)"
+[[ $(call DELETE "/v0/nodes/$id1" "$admin") == 200 ]] || fail "remove the node"
+# (the node, still running, registers again at its next heartbeat, under a new id)
+[[ $(rows) != *"$id1"* ]] || fail "a removed node is gone from router.db, got: $(rows)"
+
 # --- a node bound to every address registers the address it reaches the router from
 [[ $(call POST /v0/keys "$admin" '{"name": "node three", "scopes": "node"}') == 201 ]] || fail "key three"
 k3=$(field '["secret"]')
