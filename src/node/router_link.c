@@ -8,14 +8,17 @@
 #include "node/router_link.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "node/node_prompt.h"
 #include "node/model_sync.h"
 
@@ -45,6 +48,7 @@ struct llmr_router_link {
     bool beat_now;                /* a model changed state: heartbeat without waiting */
     char *node_id;                /* NULL until registered */
     char local_ip[64];            /* this end's address of the last request to the router */
+    json_t *proofs;               /* answers to the router's challenges, for the next heartbeat */
     unsigned interval_ms;
     synced *models;
     size_t n_models;
@@ -219,6 +223,8 @@ static json_t *heartbeat(llmr_router_link *l)
             json_object_set_new(e, "sync", sync_json(s));
         json_array_append_new(models, e);
     }
+    json_t *proofs = l->proofs;
+    l->proofs = NULL;
     pthread_mutex_unlock(&l->lock);
     json_t *ram = json_object_get(res, "ram");
     json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "in_flight",
@@ -226,8 +232,75 @@ static json_t *heartbeat(llmr_router_link *l)
                           json_integer_value(json_object_get(ram, "used_bytes")), "ram_total",
                           json_integer_value(json_object_get(ram, "total_bytes")), "vram_used",
                           (json_int_t)vram_used, "vram_total", (json_int_t)vram_total, "models", models);
+    if (proofs)
+        json_object_set_new(o, "proofs", proofs);
     json_decref(status);
     return o;
+}
+
+/* ---- proofs: the router's challenges (docs/node-router-protocol.md, "Proofs") -------- */
+
+/* The SHA-256 of the nonce and the byte range of the model's file, as hex; false
+ * when the file is not here (no answer: the model stays unproven). */
+static bool answer_challenge(llmr_router_link *l, const json_t *c, char out[65])
+{
+    const char *model = json_string_value(json_object_get(c, "model"));
+    const char *nonce = json_string_value(json_object_get(c, "nonce"));
+    const char *file = json_string_value(json_object_get(c, "file"));
+    json_int_t offset = json_integer_value(json_object_get(c, "offset"));
+    json_int_t length = json_integer_value(json_object_get(c, "length"));
+    if (!model || !nonce || !file || !llmr_file_name_is_safe(model) || file[0] == '/' || strstr(file, "..") ||
+        offset < 0 || length <= 0 || length > 65536)
+        return false;
+    char *models = llmr_path_join(l->o.data_dir, "models");
+    char *dir = models ? llmr_path_join(models, model) : NULL;
+    char *path = dir ? llmr_path_join(dir, file) : NULL;
+    unsigned char *bytes = malloc((size_t)length);
+    int fd = path && bytes ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    bool ok = fd >= 0 && pread(fd, bytes, (size_t)length, (off_t)offset) == (ssize_t)length;
+    if (fd >= 0)
+        close(fd);
+    if (ok) {
+        llmr_sha256 h;
+        uint8_t digest[32];
+        llmr_sha256_init(&h);
+        llmr_sha256_update(&h, nonce, strlen(nonce));
+        llmr_sha256_update(&h, bytes, (size_t)length);
+        llmr_sha256_final(&h, digest);
+        llmr_sha256_hex(digest, out);
+    }
+    free(bytes);
+    free(path);
+    free(dir);
+    free(models);
+    return ok;
+}
+
+/* The heartbeat answer's challenges: answered with the next heartbeat, sent at once. */
+static void take_challenges(llmr_router_link *l, const json_t *answer)
+{
+    size_t i;
+    json_t *c;
+    json_t *proofs = json_array();
+    json_array_foreach(json_object_get(answer, "challenges"), i, c)
+    {
+        char sha[65];
+        if (i < 64 && answer_challenge(l, c, sha))
+            json_array_append_new(proofs, json_pack("{s:O, s:O, s:s}", "model", json_object_get(c, "model"), "nonce",
+                                                    json_object_get(c, "nonce"), "sha256", sha));
+        else
+            llmr_log_warn(COMPONENT, "cannot answer the router's challenge for model %s",
+                          json_string_value(json_object_get(c, "model")));
+    }
+    if (!json_array_size(proofs)) {
+        json_decref(proofs);
+        return;
+    }
+    pthread_mutex_lock(&l->lock);
+    json_decref(l->proofs);
+    l->proofs = proofs;
+    l->beat_now = true;
+    pthread_mutex_unlock(&l->lock);
 }
 
 /* ---- the link thread ------------------------------------------------------------------ */
@@ -367,6 +440,8 @@ static void *link_main(void *arg)
             pthread_mutex_unlock(&l->lock);
             long st = request(l, "POST", path, body, &answer, &err);
             json_decref(body);
+            if (st == 200)
+                take_challenges(l, answer);
             json_decref(answer);
             if (st == 404) { /* the router forgot this node: register again now */
                 llmr_log_info(COMPONENT, "the router does not know this node any more; registering again");
@@ -616,6 +691,7 @@ void llmr_router_link_stop(llmr_router_link *l)
         free(l->models[i].file);
     }
     free(l->models);
+    json_decref(l->proofs);
     free(l->node_id);
     free(l->auth);
     free((char *)l->o.router_url);

@@ -21,6 +21,7 @@ typedef struct rnode {
     json_t *info;       /* the registration */
     json_t *models;     /* the last heartbeat's models */
     json_t *metrics;    /* the last heartbeat, without models */
+    json_t *proofs;     /* {model: {"nonce", "expected"} while challenged, or true once proven} */
     uint64_t last_seen_ms;
     bool drained;
     unsigned outstanding; /* requests this router sent and that are not done */
@@ -64,6 +65,7 @@ static void node_clear(rnode *n)
     json_decref(n->info);
     json_decref(n->models);
     json_decref(n->metrics);
+    json_decref(n->proofs);
 }
 
 void llmr_node_registry_free(llmr_node_registry *r)
@@ -92,6 +94,8 @@ static bool online(const llmr_node_registry *r, const rnode *n, uint64_t now_ms)
 {
     return now_ms - n->last_seen_ms <= r->offline_after_ms;
 }
+
+static bool reported_ready(const rnode *n, const char *model);
 
 static bool same_owner(const char *a, const char *b)
 {
@@ -208,6 +212,7 @@ llmr_node_add_result llmr_node_registry_add(llmr_node_registry *r, const json_t 
         n->info = json_deep_copy(registration);
         n->models = json_array();
         n->metrics = json_object();
+        n->proofs = json_object();
         n->last_seen_ms = now_ms;
         snprintf(out->id, sizeof out->id, "%s", n->id);
         snprintf(out->secret, sizeof out->secret, "%s", n->secret);
@@ -234,6 +239,14 @@ bool llmr_node_registry_heartbeat(llmr_node_registry *r, const char *id, const c
         json_decref(n->metrics);
         n->metrics = json_deep_copy(body);
         json_object_del(n->metrics, "models");
+        /* a model no longer ready there is proven again when it is */
+        const char *key;
+        json_t *v, *tmp;
+        json_object_foreach_safe(n->proofs, tmp, key, v)
+        {
+            if (!reported_ready(n, key))
+                json_object_del(n->proofs, key);
+        }
     }
     pthread_mutex_unlock(&r->lock);
     return n != NULL;
@@ -319,11 +332,72 @@ static const json_t *model_entry(const rnode *n, const char *model)
     return NULL;
 }
 
+static bool reported_ready(const rnode *n, const char *model)
+{
+    const char *state = json_string_value(json_object_get(model_entry(n, model), "state"));
+    return state && strcmp(state, "ready") == 0;
+}
+
 static bool ready_on(const llmr_node_registry *r, const rnode *n, const char *model, uint64_t now_ms)
 {
-    const json_t *m = model_entry(n, model);
-    const char *state = json_string_value(json_object_get(m, "state"));
-    return online(r, n, now_ms) && !n->drained && state && strcmp(state, "ready") == 0;
+    return online(r, n, now_ms) && !n->drained && reported_ready(n, model) &&
+           json_is_true(json_object_get(n->proofs, model));
+}
+
+bool llmr_node_registry_needs_challenge(llmr_node_registry *r, const char *id, const char *model)
+{
+    pthread_mutex_lock(&r->lock);
+    rnode *n = find(r, id);
+    bool needs = n && reported_ready(n, model) && !json_object_get(n->proofs, model);
+    pthread_mutex_unlock(&r->lock);
+    return needs;
+}
+
+void llmr_node_registry_challenge(llmr_node_registry *r, const char *id, const char *model, const char *nonce,
+                                  const char *expected)
+{
+    pthread_mutex_lock(&r->lock);
+    rnode *n = find(r, id);
+    if (n)
+        json_object_set_new(n->proofs, model, json_pack("{s:s, s:s}", "nonce", nonce, "expected", expected));
+    pthread_mutex_unlock(&r->lock);
+}
+
+bool llmr_node_registry_answer(llmr_node_registry *r, const char *id, const char *model, const char *nonce,
+                               const char *sha256)
+{
+    bool ok = false;
+    pthread_mutex_lock(&r->lock);
+    rnode *n = find(r, id);
+    json_t *c = n ? json_object_get(n->proofs, model) : NULL;
+    const char *want_nonce = json_string_value(json_object_get(c, "nonce"));
+    const char *expected = json_string_value(json_object_get(c, "expected"));
+    if (want_nonce && expected && strcmp(want_nonce, nonce) == 0) {
+        ok = strcmp(expected, sha256) == 0;
+        if (ok)
+            json_object_set_new(n->proofs, model, json_true());
+        else
+            json_object_del(n->proofs, model); /* a new challenge follows */
+    }
+    pthread_mutex_unlock(&r->lock);
+    return ok;
+}
+
+void llmr_node_registry_prove(llmr_node_registry *r, const char *id, const char *model)
+{
+    pthread_mutex_lock(&r->lock);
+    rnode *n = find(r, id);
+    if (n)
+        json_object_set_new(n->proofs, model, json_true());
+    pthread_mutex_unlock(&r->lock);
+}
+
+void llmr_node_registry_forget_model(llmr_node_registry *r, const char *model)
+{
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->n; i++)
+        json_object_del(r->nodes[i].proofs, model);
+    pthread_mutex_unlock(&r->lock);
 }
 
 json_t *llmr_node_registry_model_states(llmr_node_registry *r, const char *model, uint64_t now_ms)

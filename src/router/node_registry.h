@@ -57,6 +57,27 @@ llmr_node_add_result llmr_node_registry_add(llmr_node_registry *r, const json_t 
  * must register again; the other owner's node is left as it was). */
 bool llmr_node_registry_heartbeat(llmr_node_registry *r, const char *id, const char *owner,
                                   const json_t *body, uint64_t now_ms);
+/* ---- proofs: a node routes a model only once it showed it holds the files ----
+ * A model a node reports ready is routed there only once proven: the router sends
+ * a challenge (a nonce and a byte range of one of the manifest's files) and the node
+ * answers the SHA-256 of the nonce and those bytes (docs/node-router-protocol.md).
+ * The router checks against its own copy; a model it has no copy of (from the Hub) is
+ * proven by llmr_node_registry_prove without a challenge.  Deleting a model forgets
+ * its proofs (a new registration under the name is proven again). */
+/* Whether the node reports the model ready, unproven, with no challenge outstanding. */
+bool llmr_node_registry_needs_challenge(llmr_node_registry *r, const char *id, const char *model);
+/* The challenge sent: expected is the hex SHA-256 the node must answer. */
+void llmr_node_registry_challenge(llmr_node_registry *r, const char *id, const char *model, const char *nonce,
+                                  const char *expected);
+/* A node's answer: true when it matches the outstanding challenge (the model is proven
+ * there); a wrong one clears the challenge (a new one follows). */
+bool llmr_node_registry_answer(llmr_node_registry *r, const char *id, const char *model, const char *nonce,
+                               const char *sha256);
+/* Proven without a challenge. */
+void llmr_node_registry_prove(llmr_node_registry *r, const char *id, const char *model);
+/* Every node's proof and challenge for the model are forgotten. */
+void llmr_node_registry_forget_model(llmr_node_registry *r, const char *model);
+
 /* Nodes silent this long are removed by llmr_node_registry_expire (0: never). */
 void llmr_node_registry_set_expire(llmr_node_registry *r, uint64_t expire_after_ms);
 /* Removes the nodes silent for the expiry; their ids into ids (at most max, each 32

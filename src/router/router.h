@@ -9,6 +9,8 @@
  *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
  *                    queue, retry before the first byte, streams) and /v1/models[/ID]
  *   router_jobs.c    each proxied request on a thread of its own (so that it streams)
+ *   router_proof.c   challenges to nodes: a model is routed only where proven held
+ *   node_address.c   a node's URL checked against where its registration came from
  *   router_render.c  chat templates: chosen at registration, rendered per request
  *   router_dashboard.c  the dashboard: the browser app's files, embedded at build time
  *   router_snapshot.c   the dashboard's view of nodes, models, requests and stats

@@ -421,9 +421,11 @@ static bool models_route(llmr_router *r, const router_caller *c, const llmr_http
     bool found = llmr_store_model_get(r->store, seg[1], &m, &err) == LLMR_OK;
     if (n == 2 && is_method(req, "DELETE")) {
         if (router_need(c, LLMR_SCOPE_ADMIN, reply)) {
-            if (llmr_store_model_delete(r->store, seg[1], &err) == LLMR_OK)
+            if (llmr_store_model_delete(r->store, seg[1], &err) == LLMR_OK) {
+                /* a model registered again under the name is proven again */
+                llmr_node_registry_forget_model(r->nodes, seg[1]);
                 llmr_http_reply_json(reply, 200, json_pack("{s:s, s:b}", "name", seg[1], "deleted", 1));
-            else
+            } else
                 router_error(reply, 404, "not_found_error", "model_not_found", "No model named \"%s\".",
                              seg[1]);
         }
@@ -579,7 +581,8 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
         const char *owner = r->o.no_auth ? NULL : c->key_id ? c->key_id : "";
         /* another key's node is answered as an unknown one: it changes nothing */
         if (llmr_node_registry_heartbeat(r->nodes, seg[1], owner, b, router_now_ms()))
-            llmr_http_reply_json(reply, 200, json_pack("{s:b}", "ok", 1));
+            llmr_http_reply_json(reply, 200,
+                                 json_pack("{s:b, s:o}", "ok", 1, "challenges", router_node_proofs(r, seg[1], b)));
         else
             router_error(reply, 404, "not_found_error", "unknown_node",
                          "The router does not know node %.64s (it may have restarted): register again.",

@@ -21,6 +21,7 @@ static llmr_node_add_result reg_as(llmr_node_registry *r, const char *owner, con
     llmr_node_add_result res = llmr_node_registry_add(r, body, owner, NULL, now, &added);
     json_decref(body);
     snprintf(id, 32, "%s", added.id);
+    llmr_node_registry_prove(r, added.id, "m"); /* proofs: their own test below */
     if (secret)
         snprintf(secret, LLMR_NODE_SECRET_HEX + 1, "%s", added.secret);
     return res;
@@ -243,8 +244,46 @@ TEST(silent_nodes_expire)
     llmr_node_registry_free(r);
 }
 
+/* A model reported ready is routed only once proven: challenged, answered right. */
+TEST(ready_only_once_proven)
+{
+    llmr_node_registry *r = llmr_node_registry_new(60000);
+    json_t *body = json_pack("{s:s, s:s}", "name", "a", "url", "http://a");
+    llmr_node_added a;
+    CHECK(llmr_node_registry_add(r, body, NULL, NULL, 0, &a) == LLMR_NODE_ADDED);
+    json_decref(body);
+    CHECK(!llmr_node_registry_needs_challenge(r, a.id, "m")); /* not reported ready yet */
+    json_t *ready = beat("m", "ready"), *syncing = beat("m", "syncing");
+    llmr_node_registry_heartbeat(r, a.id, NULL, ready, 1);
+    CHECK(!llmr_node_registry_model_ready(r, "m", 1));
+    CHECK(llmr_node_registry_needs_challenge(r, a.id, "m"));
+    llmr_node_registry_challenge(r, a.id, "m", "nonce1", "abc");
+    CHECK(!llmr_node_registry_needs_challenge(r, a.id, "m")); /* one outstanding */
+    CHECK(!llmr_node_registry_answer(r, a.id, "m", "nonce0", "abc")); /* another nonce */
+    CHECK(!llmr_node_registry_needs_challenge(r, a.id, "m"));
+    CHECK(!llmr_node_registry_answer(r, a.id, "m", "nonce1", "abd")); /* wrong */
+    CHECK(!llmr_node_registry_model_ready(r, "m", 2));
+    CHECK(llmr_node_registry_needs_challenge(r, a.id, "m"));
+    llmr_node_registry_challenge(r, a.id, "m", "nonce2", "abc");
+    CHECK(llmr_node_registry_answer(r, a.id, "m", "nonce2", "abc"));
+    CHECK(llmr_node_registry_model_ready(r, "m", 2));
+    /* no longer ready there: proven again when it is */
+    llmr_node_registry_heartbeat(r, a.id, NULL, syncing, 3);
+    llmr_node_registry_heartbeat(r, a.id, NULL, ready, 4);
+    CHECK(!llmr_node_registry_model_ready(r, "m", 4));
+    llmr_node_registry_prove(r, a.id, "m");
+    CHECK(llmr_node_registry_model_ready(r, "m", 4));
+    /* the model deleted: its proofs go */
+    llmr_node_registry_forget_model(r, "m");
+    CHECK(!llmr_node_registry_model_ready(r, "m", 5));
+    json_decref(ready);
+    json_decref(syncing);
+    llmr_node_registry_free(r);
+}
+
 int main(void)
 {
+    RUN(ready_only_once_proven);
     RUN(random_ids_and_secrets);
     RUN(heartbeats_only_from_the_owner);
     RUN(one_node_per_key);

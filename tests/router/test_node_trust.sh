@@ -163,6 +163,32 @@ done
 [[ $ok == 10 ]] || fail "10 of 10 chats answered by the real node after the attack, got $ok"
 [[ -s $tmp/fake.log ]] && fail "the fake node got requests: $(head -5 "$tmp/fake.log")"
 
+# --- a node with a key of its own that claims loop ready but does not hold its files:
+# challenged, it cannot answer, and gets no request
+[[ $(call POST /v0/keys "$admin" '{"name": "node four", "scopes": "node"}') == 201 ]] || fail "key four"
+k4=$(field '["secret"]')
+[[ $(reg "$k4" "http://127.0.0.1:$fport" liar) == 200 ]] || fail "the liar registers: $(cat "$tmp/body")"
+id4=$(field '["node_id"]')
+liar_beat() { # [PROOFS]
+  call POST "/v0/nodes/$id4/heartbeat" "$k4" "{\"in_flight\": 0, \"models\": [{\"name\": \"loop\", \"state\": \"ready\"}]${1:+, \"proofs\": $1}}"
+}
+[[ $(liar_beat) == 200 ]] || fail "the liar's heartbeat: $(cat "$tmp/body")"
+[[ $(field '["challenges"][0]["model"]') == loop ]] || fail "the heartbeat answer challenges the claim: $(cat "$tmp/body")"
+nonce=$(field '["challenges"][0]["nonce"]')
+[[ $(liar_beat "[{\"model\": \"loop\", \"nonce\": \"$nonce\", \"sha256\": \"$(printf '0%.0s' $(seq 64))\"}]") == 200 ]] ||
+  fail "the liar's wrong proof"
+grep -q "failed the proof for model loop" "$tmp/router.log" || fail "the router logs the failed proof"
+ok=0
+for i in $(seq 10); do
+  liar_beat >/dev/null # online, still claiming loop ready
+  code=$(call POST /v1/chat/completions "$user" "$chat")
+  [[ $code == 200 && $(cat "$tmp/body") != *CAPTURED* ]] && ok=$((ok + 1))
+done
+[[ $ok == 10 ]] || fail "10 of 10 chats answered by the real node, none by the node that failed its proof, got $ok"
+[[ -s $tmp/fake.log ]] && fail "the node that failed its proof got requests: $(head -5 "$tmp/fake.log")"
+call GET /v0/nodes "$admin" >/dev/null
+grep -q "proved it holds model loop" "$tmp/router.log" || fail "the real node proved it holds loop"
+
 # --- the node answers /v1 only to its router
 code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$chat" \
   "http://127.0.0.1:$nport/v1/chat/completions")
@@ -175,7 +201,8 @@ done
 # --- the store keeps only the nodes the router knows: the replaced, expired and removed
 # ones are gone from router.db
 rows() { python3 -c 'import sqlite3,sys; print(" ".join(r[0] for r in sqlite3.connect(sys.argv[1]).execute("select id from nodes order by id")))' "$tmp/router/router.db" 2>&1; }
-[[ $(rows) == "$id1" ]] || fail "router.db holds the one node the router knows ($id1), got: $(rows)"
+want=$(printf '%s\n' "$id1" "$id4" | sort | tr '\n' ' ')
+[[ "$(rows) " == "$want" ]] || fail "router.db holds the two nodes the router knows ($want), got: $(rows)"
 [[ $(call DELETE "/v0/nodes/$id1" "$admin") == 200 ]] || fail "remove the node"
 # (the node, still running, registers again at its next heartbeat, under a new id)
 [[ $(rows) != *"$id1"* ]] || fail "a removed node is gone from router.db, got: $(rows)"
