@@ -412,6 +412,8 @@ json_t *llmr_node_registry_model_states(llmr_node_registry *r, const char *model
         if (m) {
             json_object_update(o, (json_t *)m);
             json_object_del(o, "name");
+            if (reported_ready(n, model)) /* routed there only once proven */
+                json_object_set_new(o, "proven", json_boolean(json_is_true(json_object_get(n->proofs, model))));
         } else {
             json_object_set_new(o, "state", json_string("absent"));
         }

@@ -89,7 +89,8 @@ bool llmr_node_registry_drain(llmr_node_registry *r, const char *id, bool draine
 /* [{"id","name","url","online","drained","last_seen_ms_ago","in_flight",
  *   "outstanding","ttft_ms","models":[...as the node reported...], "info":{...}}] */
 json_t *llmr_node_registry_list(llmr_node_registry *r, uint64_t now_ms);
-/* Per node, the model's state there: [{"node","state","reason","sync"}]. */
+/* Per node, the model's state there: [{"node","state","reason","sync"}], and "proven"
+ * (whether it passed its challenge, see below) where the state is "ready". */
 json_t *llmr_node_registry_model_states(llmr_node_registry *r, const char *model, uint64_t now_ms);
 /* Whether some online node has the model ready (busy or not); _except leaves out the
  * ids in exclude. */

@@ -257,6 +257,9 @@ TEST(ready_only_once_proven)
     llmr_node_registry_heartbeat(r, a.id, NULL, ready, 1);
     CHECK(!llmr_node_registry_model_ready(r, "m", 1));
     CHECK(llmr_node_registry_needs_challenge(r, a.id, "m"));
+    json_t *states = llmr_node_registry_model_states(r, "m", 1);
+    CHECK(json_is_false(json_object_get(json_array_get(states, 0), "proven")));
+    json_decref(states);
     llmr_node_registry_challenge(r, a.id, "m", "nonce1", "abc");
     CHECK(!llmr_node_registry_needs_challenge(r, a.id, "m")); /* one outstanding */
     CHECK(!llmr_node_registry_answer(r, a.id, "m", "nonce0", "abc")); /* another nonce */
@@ -267,6 +270,9 @@ TEST(ready_only_once_proven)
     llmr_node_registry_challenge(r, a.id, "m", "nonce2", "abc");
     CHECK(llmr_node_registry_answer(r, a.id, "m", "nonce2", "abc"));
     CHECK(llmr_node_registry_model_ready(r, "m", 2));
+    states = llmr_node_registry_model_states(r, "m", 2);
+    CHECK(json_is_true(json_object_get(json_array_get(states, 0), "proven")));
+    json_decref(states);
     /* no longer ready there: proven again when it is */
     llmr_node_registry_heartbeat(r, a.id, NULL, syncing, 3);
     llmr_node_registry_heartbeat(r, a.id, NULL, ready, 4);
