@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
+#include "common/random.h"
 #include "models/loopback_model.h"
 
 #define CMD "bench router"
@@ -153,6 +154,8 @@ typedef struct bench {
     unsigned router_port;
     char router_url[64];
     char *model_dir;
+    char node_key[40];    /* the nodes' own --api-key: the warm-up goes straight to them */
+    char node_auth[64];   /* "Authorization: Bearer " node_key */
 } bench;
 
 static volatile sig_atomic_t interrupted;
@@ -296,13 +299,16 @@ static size_t collect(char *data, size_t size, size_t n, void *user)
 }
 
 /* The status (0: no answer) and the body into out. */
-static long http_call(const char *method, const char *url, const char *body, llmr_strbuf *out)
+/* auth: an "Authorization: ..." header, or NULL. */
+static long http_call_as(const char *method, const char *url, const char *body, const char *auth, llmr_strbuf *out)
 {
     CURL *c = curl_easy_init();
     if (!c)
         return 0;
     llmr_strbuf_reset(out);
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (auth)
+        h = curl_slist_append(h, auth);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body)
@@ -318,6 +324,11 @@ static long http_call(const char *method, const char *url, const char *body, llm
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     return status;
+}
+
+static long http_call(const char *method, const char *url, const char *body, llmr_strbuf *out)
+{
+    return http_call_as(method, url, body, NULL, out);
 }
 
 static json_t *get_json(const bench *b, const char *path)
@@ -391,6 +402,16 @@ static bool nodes_start(bench *b)
     /* every connection may land on one node (after a kill); little memory per token */
     snprintf(options, sizeof options, "{\"max_batch\": %u, \"token_delay_us\": %lu, \"kv_bytes_per_token\": 16}",
              b->o.concurrency + 8, b->o.token_delay_us);
+    /* a node behind a router answers /v1 only to it, or with its own key: the warm-up's */
+    unsigned char rnd[16];
+    if (!llmr_random_bytes(rnd, sizeof rnd)) {
+        llmr_cli_error(CMD, "no random bytes for the nodes' key");
+        return false;
+    }
+    int w = snprintf(b->node_key, sizeof b->node_key, "bench-");
+    for (size_t i = 0; i < sizeof rnd; i++)
+        w += snprintf(b->node_key + w, sizeof b->node_key - (size_t)w, "%02x", rnd[i]);
+    snprintf(b->node_auth, sizeof b->node_auth, "Authorization: Bearer %s", b->node_key);
     for (unsigned i = 0; i < b->o.nodes; i++) {
         child *n = &b->node[i];
         char name[32];
@@ -400,7 +421,7 @@ static bool nodes_start(bench *b)
         n->log = llmr_path_join(b->tmp, name);
         char *argv[] = {"llmr", "node", "--router", b->router_url, "--allow-cpu", "--heartbeat", "0.5",
                         "--engine-options", options, "--host", "127.0.0.1", "--port", "0",
-                        "--data-dir", n->data_dir, "--log-level", "warn", NULL};
+                        "--data-dir", n->data_dir, "--log-level", "warn", "--api-key", b->node_key, NULL};
         if (!n->data_dir || !n->log || !spawn(n, argv))
             return false;
     }
@@ -512,7 +533,7 @@ static bool warm_up(bench *b)
     char url[128];
     for (unsigned i = 0; ok && i < b->o.nodes; i++) {
         snprintf(url, sizeof url, "http://127.0.0.1:%u%s", b->node[i].port, path);
-        long st = http_call("POST", url, body, &out);
+        long st = http_call_as("POST", url, body, b->node_auth, &out);
         if (st != 200) {
             llmr_cli_error(CMD, "warming node %u up: HTTP %ld %s", i + 1, st, llmr_strbuf_cstr(&out));
             ok = false;

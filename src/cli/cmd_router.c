@@ -10,7 +10,8 @@
 static void help(FILE *out)
 {
     fprintf(out,
-            "usage: llmr router [--no-auth] [--artifact-allowlist ORGS] [--cors-origins LIST]\n\n"
+            "usage: llmr router [--no-auth] [--artifact-allowlist ORGS] [--cors-origins LIST]\n"
+            "                   [--node-url-allow NETS] [--node-offline S] [--node-expire S]\n\n"
             "Runs the router on --host and --port: the OpenAI API (/v1) in front of the nodes\n"
             "that register with it, model registration and manifests, node registration and\n"
             "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
@@ -27,6 +28,12 @@ static void help(FILE *out)
             "                            or * (or LLMR_CORS_ORIGINS); default: no CORS\n"
             "  --artifact-allowlist ORGS the publishers whose GPU artifacts become optional\n"
             "                            manifest entries (default openai/*,nvidia/*)\n"
+            "  --node-url-allow NETS     networks (CIDR, comma-separated) a node's URL may be in\n"
+            "                            besides the address it registers from (NAT, proxies);\n"
+            "                            default: none (docs/security.md)\n"
+            "  --node-offline S          a node without a heartbeat for S seconds gets no\n"
+            "                            requests (default 15)\n"
+            "  --node-expire S           and is removed after S seconds (default 600; 0: never)\n"
             "SIGINT or SIGTERM stops it.\n");
 }
 
@@ -44,6 +51,21 @@ static int run(int argc, char **argv, const llmr_config *cfg)
             o.no_auth = true;
         } else if (!strcmp(argv[i], "--artifact-allowlist") && i + 1 < argc) {
             o.artifact_allowlist = argv[++i];
+        } else if (!strcmp(argv[i], "--node-url-allow") && i + 1 < argc) {
+            o.node_url_allow = argv[++i];
+        } else if ((!strcmp(argv[i], "--node-offline") || !strcmp(argv[i], "--node-expire")) && i + 1 < argc) {
+            const char *name = argv[i], *v = argv[++i];
+            char *end = NULL;
+            double s = strtod(v, &end);
+            if (end == v || *end || !(s >= 0 && s <= 86400) || (s == 0 && !strcmp(name, "--node-offline"))) {
+                llmr_cli_error("router", "%s takes seconds, 0 to 86400 (above 0 for --node-offline), not \"%s\"",
+                               name, v);
+                return LLMR_EXIT_USAGE;
+            }
+            if (!strcmp(name, "--node-offline"))
+                o.node_offline_ms = (unsigned)(s * 1000);
+            else
+                o.node_expire_ms = (unsigned)(s * 1000);
         } else {
             llmr_cli_error("router", "unexpected argument \"%s\"; see llmr router --help", argv[i]);
             return LLMR_EXIT_USAGE;

@@ -44,7 +44,8 @@ static void help(FILE *out)
             DEMO_NAME ", so that a fresh machine serves a chat end to end.  Register real\n"
             "models with `llmr pull REPO|DIR` (or POST /v0/models); `llmr list` shows them.\n\n"
             "At start it prints every address it listens on: the router (the OpenAI API, the\n"
-            "dashboard, its /metrics) and the node (on 127.0.0.1, with its own /metrics).\n"
+            "dashboard, its /metrics) and the node (on 127.0.0.1, with its own /metrics;\n"
+            "its /v1 answers only the router, so every request passes the router's keys).\n"
             "Each answer writes an access line to the log (router and node, one request id).\n\n"
             "  --no-auth   no keys checked (only on a loopback address)\n"
             "  --cors-origins LIST  origins a browser app may call the router from,\n"
@@ -199,6 +200,28 @@ static void demo_model(llmr_router *r, const char *data_dir)
     free(demo);
 }
 
+#define NODE_KEY_NAME "serve: the local node"
+
+/* Revokes the local node's keys of earlier runs (a serve that was killed left its
+ * key behind): only this run's node uses the name. */
+static void revoke_old_node_keys(llmr_router *r)
+{
+    json_t *keys = llmr_router_list_keys(r), *k;
+    size_t i, n = 0;
+    json_array_foreach(keys, i, k)
+    {
+        const char *name = json_string_value(json_object_get(k, "name"));
+        const char *id = json_string_value(json_object_get(k, "id"));
+        if (name && id && !strcmp(name, NODE_KEY_NAME) && !json_is_true(json_object_get(k, "revoked"))) {
+            llmr_router_revoke_key(r, id);
+            n++;
+        }
+    }
+    if (n)
+        llmr_log_info("serve", "revoked %zu local node key(s) left by an earlier run", n);
+    json_decref(keys);
+}
+
 static int serve(const llmr_config *config, bool no_auth, const char *node_port)
 {
     sigset_t waited;
@@ -227,7 +250,8 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
         goto done;
     }
     demo_model(r, data_dir);
-    if (!no_auth && llmr_router_create_key(r, "serve: the local node", LLMR_SCOPE_NODE, &key_id, &key, &err) != LLMR_OK) {
+    revoke_old_node_keys(r);
+    if (!no_auth && llmr_router_create_key(r, NODE_KEY_NAME, LLMR_SCOPE_NODE, &key_id, &key, &err) != LLMR_OK) {
         llmr_cli_error("serve", "cannot make the local node's key: %s", llmr_strbuf_cstr(&err));
         goto done;
     }

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "http/http_cors.h"
 #include "node/node_harmony.h"
 #include "node/node_metrics.h"
@@ -37,6 +38,8 @@ struct llmr_node_http {
     llmr_node_prompts *prompts;
     llmr_node_metrics metrics;
     char *api_key, *node_name;
+    bool router_linked;
+    char *router_secret;      /* under lock */
     int64_t started; /* "created" of the models */
 };
 
@@ -960,10 +963,36 @@ out:
 
 static bool authorized(llmr_node_http *n, const llmr_http_request *req)
 {
-    if (!n->api_key)
+    if (!n->api_key && !n->router_linked)
         return true;
     const char *h = llmr_http_request_header(req, "Authorization");
-    return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, n->api_key) == 0;
+    if (!h || strncmp(h, "Bearer ", 7) != 0)
+        return false;
+    bool ok = llmr_secret_equal(h + 7, n->api_key);
+    pthread_mutex_lock(&n->lock);
+    ok |= llmr_secret_equal(h + 7, n->router_secret);
+    pthread_mutex_unlock(&n->lock);
+    return ok;
+}
+
+void llmr_node_http_set_router_secret(llmr_node_http *n, const char *secret)
+{
+    char *copy = secret ? strdup(secret) : NULL;
+    pthread_mutex_lock(&n->lock);
+    if (n->router_secret) {
+        memset(n->router_secret, 0, strlen(n->router_secret));
+        free(n->router_secret);
+    }
+    n->router_secret = copy;
+    pthread_mutex_unlock(&n->lock);
+}
+
+static const char *unauthorized_text(const llmr_node_http *n)
+{
+    if (n->router_linked)
+        return "This node serves a router: send requests to the router (the node answers only the "
+               "router's credential, or this node's own key with \"Authorization: Bearer KEY\").";
+    return "Missing or wrong API key: send \"Authorization: Bearer KEY\" with this node's key.";
 }
 
 static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
@@ -990,9 +1019,8 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
                                "%s takes GET, not %s.", req->path, req->method);
             reply_error(n, reply, LLMR_EP_MODELS, &e);
         } else if (!authorized(n, req)) {
-            llmr_oai_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
-                               "Missing or wrong API key: send \"Authorization: Bearer KEY\" with this "
-                               "node's key.");
+            llmr_oai_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL, "%s",
+                               unauthorized_text(n));
             reply_error(n, reply, LLMR_EP_MODELS, &e);
         } else {
             handle_model(n, req->path + 11, reply);
@@ -1018,9 +1046,7 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
         return;
     }
     if (!routes[i].open && !authorized(n, req)) {
-        llmr_oai_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL,
-                           "Missing or wrong API key: send \"Authorization: Bearer KEY\" with this "
-                           "node's key.");
+        llmr_oai_error_set(&e, 401, "invalid_request_error", "invalid_api_key", NULL, "%s", unauthorized_text(n));
         reply_error(n, reply, routes[i].ep, &e);
         return;
     }
@@ -1069,6 +1095,7 @@ llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_ho
         return st;
     }
     n->host = host;
+    n->router_linked = o->router_linked;
     n->started = (int64_t)time(NULL);
     pthread_mutex_init(&n->lock, NULL);
     llmr_node_metrics_init(&n->metrics);
@@ -1141,6 +1168,7 @@ void llmr_node_http_stop(llmr_node_http *n)
     llmr_node_prompts_free(n->prompts);
     pthread_mutex_destroy(&n->lock);
     free(n->api_key);
+    free(n->router_secret);
     free(n->node_name);
     free(n);
 }

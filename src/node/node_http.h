@@ -3,7 +3,9 @@
  * /metrics, with CORS for the origins given (http/http_cors.h), on the
  * engine host.  Chat requests are rendered with the model's chat template and
  * tokenized with its tokenizer.json here; a request from the router may instead carry
- * the final prompt (see docs/node.md). */
+ * the final prompt (see docs/node.md).  Keys: the node's own (api_key) and, for a node
+ * that serves a router, the secret that router gave it, each compared in constant
+ * time (docs/security.md). */
 #ifndef LLMR_NODE_NODE_HTTP_H
 #define LLMR_NODE_NODE_HTTP_H
 
@@ -18,6 +20,9 @@ typedef struct llmr_node_http_options {
     unsigned port;
     size_t max_body;          /* bytes; default 8 MiB */
     const char *api_key;      /* when set, requests need "Authorization: Bearer KEY" */
+    bool router_linked;       /* the node serves a router: /v1 needs the credential the
+                                 router gave at registration (llmr_node_http_set_router_secret)
+                                 or api_key, even when api_key is NULL */
     const char *node_name;    /* owned_by in /v1/models */
     const char *cors_origins; /* origins browsers may call from (http/http_cors.h); NULL: none */
 } llmr_node_http_options;
@@ -25,6 +30,9 @@ typedef struct llmr_node_http_options {
 llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_host *host,
                                  llmr_node_http **out, llmr_strbuf *err);
 unsigned llmr_node_http_port(const llmr_node_http *n);
+/* The credential the router presents (from its registration answer; NULL: none yet,
+ * so only api_key opens /v1). */
+void llmr_node_http_set_router_secret(llmr_node_http *n, const char *secret);
 /* In-flight requests (for heartbeats). */
 unsigned llmr_node_http_in_flight(const llmr_node_http *n);
 /* The HTTP layer's Prometheus text (requests, tokens, TTFT and per-token latency

@@ -263,8 +263,12 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
     gethostname(hostname, sizeof hostname - 1);
     const char *node_name = no->node_name ? no->node_name : hostname;
     if (!no->no_http) {
-        llmr_node_http_options ho = {llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_config_port(cfg), 0,
-                                     no->api_key, node_name, llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS)};
+        llmr_node_http_options ho = {.host = llmr_config_get(cfg, LLMR_CONFIG_HOST),
+                                     .port = llmr_config_port(cfg),
+                                     .api_key = no->api_key,
+                                     .router_linked = no->router_url != NULL,
+                                     .node_name = node_name,
+                                     .cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS)};
         llmr_strbuf he = LLMR_STRBUF_INIT;
         st = llmr_node_http_start(&ho, n->host, &n->http, &he);
         if (st != LLMR_OK) {
@@ -281,9 +285,12 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
         char node_url[512];
         if (no->node_url)
             snprintf(node_url, sizeof node_url, "%s", no->node_url);
-        else
-            snprintf(node_url, sizeof node_url, "http://%s:%u", llmr_config_get(cfg, LLMR_CONFIG_HOST),
+        else { /* an IPv6 address in brackets; 0.0.0.0 and [::] the link replaces (router_link.c) */
+            const char *host = llmr_config_get(cfg, LLMR_CONFIG_HOST);
+            bool six = strchr(host, ':') != NULL;
+            snprintf(node_url, sizeof node_url, "http://%s%s%s:%u", six ? "[" : "", host, six ? "]" : "",
                      n->http ? llmr_node_http_port(n->http) : 0);
+        }
         llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
                                        no->origin_allowlist, no->prefer_origin, no->allow_cpu,
                                        no->heartbeat_ms, no->engine_options};

@@ -8,14 +8,17 @@
 #include "node/router_link.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "node/node_prompt.h"
 #include "node/model_sync.h"
 
@@ -44,6 +47,8 @@ struct llmr_router_link {
     bool stopping;
     bool beat_now;                /* a model changed state: heartbeat without waiting */
     char *node_id;                /* NULL until registered */
+    char local_ip[64];            /* this end's address of the last request to the router */
+    json_t *proofs;               /* answers to the router's challenges, for the next heartbeat */
     unsigned interval_ms;
     synced *models;
     size_t n_models;
@@ -92,6 +97,12 @@ static long request(llmr_router_link *l, const char *method, const char *path, c
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
     long status = 0;
     CURLcode rc = curl_easy_perform(c);
+    char *ip = NULL;
+    if (rc == CURLE_OK && curl_easy_getinfo(c, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip && *ip) {
+        pthread_mutex_lock(&l->lock);
+        snprintf(l->local_ip, sizeof l->local_ip, "%s", ip);
+        pthread_mutex_unlock(&l->lock);
+    }
     if (rc != CURLE_OK) {
         llmr_strbuf_printf(err, "%s %s: %s", method, url ? url : path, curl_easy_strerror(rc));
     } else {
@@ -116,6 +127,25 @@ static long request(llmr_router_link *l, const char *method, const char *path, c
 
 /* ---- what the node tells the router ---------------------------------------------- */
 
+/* The URL the router reaches this node at.  A node bound to every address
+ * (http://0.0.0.0:PORT, http://[::]:PORT) is reached at the address it reaches the
+ * router from, the one the router sees its registration come from. */
+static char *node_url(llmr_router_link *l)
+{
+    const char *u = l->o.node_url;
+    const char *wild = !strncmp(u, "http://0.0.0.0:", 15) ? u + 14 : !strncmp(u, "http://[::]:", 12) ? u + 11 : NULL;
+    char ip[64];
+    pthread_mutex_lock(&l->lock);
+    snprintf(ip, sizeof ip, "%s", l->local_ip);
+    pthread_mutex_unlock(&l->lock);
+    if (!wild || !ip[0])
+        return strdup(u);
+    llmr_strbuf b = LLMR_STRBUF_INIT;
+    bool six = strchr(ip, ':') != NULL;
+    llmr_strbuf_printf(&b, "http://%s%s%s%s", six ? "[" : "", ip, six ? "]" : "", wild);
+    return llmr_strbuf_take(&b);
+}
+
 static json_t *registration(llmr_router_link *l)
 {
     json_t *status = llmr_engine_host_status(l->host);
@@ -125,13 +155,15 @@ static json_t *registration(llmr_router_link *l)
     json_array_foreach(json_object_get(res, "gpus"), i, g)
         json_array_append_new(gpus, json_pack("{s:O, s:O}", "name", json_object_get(g, "name"),
                                               "vram_total", json_object_get(g, "total_bytes")));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o}", "name", l->o.node_name, "url", l->o.node_url,
+    char *url = node_url(l);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:o}", "name", l->o.node_name, "url", url ? url : l->o.node_url,
                           "version", LLMR_VERSION, "has_gpu", json_array_size(gpus) > 0, "allow_cpu",
                           l->o.allow_cpu, "gpus", gpus);
     json_t *ram = json_object_get(json_object_get(res, "ram"), "total_bytes");
     if (ram)
         json_object_set(o, "ram_total", ram);
     json_decref(status);
+    free(url);
     return o;
 }
 
@@ -191,6 +223,8 @@ static json_t *heartbeat(llmr_router_link *l)
             json_object_set_new(e, "sync", sync_json(s));
         json_array_append_new(models, e);
     }
+    json_t *proofs = l->proofs;
+    l->proofs = NULL;
     pthread_mutex_unlock(&l->lock);
     json_t *ram = json_object_get(res, "ram");
     json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "in_flight",
@@ -198,22 +232,103 @@ static json_t *heartbeat(llmr_router_link *l)
                           json_integer_value(json_object_get(ram, "used_bytes")), "ram_total",
                           json_integer_value(json_object_get(ram, "total_bytes")), "vram_used",
                           (json_int_t)vram_used, "vram_total", (json_int_t)vram_total, "models", models);
+    if (proofs)
+        json_object_set_new(o, "proofs", proofs);
     json_decref(status);
     return o;
+}
+
+/* ---- proofs: the router's challenges (docs/node-router-protocol.md, "Proofs") -------- */
+
+/* The SHA-256 of the nonce and the byte range of the model's file, as hex; false
+ * when the file is not here (no answer: the model stays unproven). */
+static bool answer_challenge(llmr_router_link *l, const json_t *c, char out[65])
+{
+    const char *model = json_string_value(json_object_get(c, "model"));
+    const char *nonce = json_string_value(json_object_get(c, "nonce"));
+    const char *file = json_string_value(json_object_get(c, "file"));
+    json_int_t offset = json_integer_value(json_object_get(c, "offset"));
+    json_int_t length = json_integer_value(json_object_get(c, "length"));
+    if (!model || !nonce || !file || !llmr_file_name_is_safe(model) || file[0] == '/' || strstr(file, "..") ||
+        offset < 0 || length <= 0 || length > 65536)
+        return false;
+    char *models = llmr_path_join(l->o.data_dir, "models");
+    char *dir = models ? llmr_path_join(models, model) : NULL;
+    char *path = dir ? llmr_path_join(dir, file) : NULL;
+    unsigned char *bytes = malloc((size_t)length);
+    int fd = path && bytes ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    bool ok = fd >= 0 && pread(fd, bytes, (size_t)length, (off_t)offset) == (ssize_t)length;
+    if (fd >= 0)
+        close(fd);
+    if (ok) {
+        llmr_sha256 h;
+        uint8_t digest[32];
+        llmr_sha256_init(&h);
+        llmr_sha256_update(&h, nonce, strlen(nonce));
+        llmr_sha256_update(&h, bytes, (size_t)length);
+        llmr_sha256_final(&h, digest);
+        llmr_sha256_hex(digest, out);
+    }
+    free(bytes);
+    free(path);
+    free(dir);
+    free(models);
+    return ok;
+}
+
+/* The heartbeat answer's challenges: answered with the next heartbeat, sent at once. */
+static void take_challenges(llmr_router_link *l, const json_t *answer)
+{
+    size_t i;
+    json_t *c;
+    json_t *proofs = json_array();
+    json_array_foreach(json_object_get(answer, "challenges"), i, c)
+    {
+        char sha[65];
+        if (i < 64 && answer_challenge(l, c, sha))
+            json_array_append_new(proofs, json_pack("{s:O, s:O, s:s}", "model", json_object_get(c, "model"), "nonce",
+                                                    json_object_get(c, "nonce"), "sha256", sha));
+        else
+            llmr_log_warn(COMPONENT, "cannot answer the router's challenge for model %s",
+                          json_string_value(json_object_get(c, "model")));
+    }
+    if (!json_array_size(proofs)) {
+        json_decref(proofs);
+        return;
+    }
+    pthread_mutex_lock(&l->lock);
+    json_decref(l->proofs);
+    l->proofs = proofs;
+    l->beat_now = true;
+    pthread_mutex_unlock(&l->lock);
 }
 
 /* ---- the link thread ------------------------------------------------------------------ */
 
 static bool do_register(llmr_router_link *l, llmr_strbuf *err)
 {
-    json_t *body = registration(l), *answer = NULL;
+    json_t *answer = NULL;
+    pthread_mutex_lock(&l->lock);
+    bool know_ip = l->local_ip[0] != 0;
+    pthread_mutex_unlock(&l->lock);
+    if (!know_ip) { /* this end's address, for a node bound to every address */
+        request(l, "GET", "/health", NULL, &answer, err);
+        json_decref(answer);
+        answer = NULL;
+        llmr_strbuf_reset(err);
+    }
+    json_t *body = registration(l);
     long st = request(l, "POST", "/v0/nodes", body, &answer, err);
     json_decref(body);
     const char *id = json_string_value(json_object_get(answer, "node_id"));
-    bool ok = st == 200 && id;
-    if (st == 200 && !id)
-        llmr_strbuf_puts(err, "the router's registration answer has no node_id");
+    const char *secret = json_string_value(json_object_get(answer, "node_secret"));
+    bool ok = st == 200 && id && secret && *secret;
+    if (st == 200 && !ok)
+        llmr_strbuf_puts(err, "the router's registration answer has no node_id or node_secret");
     if (ok) {
+        /* the credential the router presents on every request it sends here */
+        if (l->http)
+            llmr_node_http_set_router_secret(l->http, secret);
         json_t *iv = json_object_get(answer, "heartbeat_interval_s");
         pthread_mutex_lock(&l->lock);
         free(l->node_id);
@@ -325,6 +440,8 @@ static void *link_main(void *arg)
             pthread_mutex_unlock(&l->lock);
             long st = request(l, "POST", path, body, &answer, &err);
             json_decref(body);
+            if (st == 200)
+                take_challenges(l, answer);
             json_decref(answer);
             if (st == 404) { /* the router forgot this node: register again now */
                 llmr_log_info(COMPONENT, "the router does not know this node any more; registering again");
@@ -574,6 +691,7 @@ void llmr_router_link_stop(llmr_router_link *l)
         free(l->models[i].file);
     }
     free(l->models);
+    json_decref(l->proofs);
     free(l->node_id);
     free(l->auth);
     free((char *)l->o.router_url);

@@ -6,15 +6,20 @@
 #include "router/router_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "router/node_address.h"
 
 #define COMPONENT "router"
 
@@ -25,6 +30,7 @@ void llmr_router_options_default(llmr_router_options *o)
     o->port = 8080;
     o->artifact_allowlist = "openai/*,nvidia/*";
     o->node_offline_ms = 15000;
+    o->node_expire_ms = 600000;
     o->heartbeat_s = 5;
     o->node_max_outstanding = 256;
     o->queue_max = 1024;
@@ -181,6 +187,42 @@ static void raise_fd_limit(unsigned max_connections)
                       (unsigned long long)rl.rlim_cur, (unsigned long long)old, max_connections);
 }
 
+/* The data directory: made 0700 when it does not exist (the store and the key file
+ * are the router's alone). */
+static llmr_status private_data_dir(const char *dir, llmr_strbuf *err)
+{
+    struct stat st;
+    bool existed = dir && stat(dir, &st) == 0;
+    llmr_status s = llmr_mkdir_p(dir, err);
+    if (s == LLMR_OK && !existed && chmod(dir, 0700) != 0) {
+        llmr_strbuf_printf(err, "cannot make %s private (mode 0700): %s", dir, strerror(errno));
+        return LLMR_IO;
+    }
+    return s;
+}
+
+/* router.db and its WAL files: mode 0600, an older world-readable one made so too
+ * (SQLite gives the WAL files the database's mode). */
+static llmr_status private_db(const char *db, llmr_strbuf *err)
+{
+    int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+        llmr_strbuf_printf(err, "cannot open %s as a private file (mode 0600): %s", db, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return LLMR_IO;
+    }
+    close(fd);
+    static const char *const side[] = {"-wal", "-shm"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s%s", db, side[i]);
+        if (chmod(path, 0600) != 0 && errno != ENOENT)
+            llmr_log_warn(COMPONENT, "cannot make %s private (mode 0600): %s", path, strerror(errno));
+    }
+    return LLMR_OK;
+}
+
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -195,6 +237,7 @@ static void free_options(llmr_router_options *o)
     free((char *)o->hf_endpoint);
     free((char *)o->hf_token);
     free((char *)o->cors_origins);
+    free((char *)o->node_url_allow);
 }
 
 llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, llmr_strbuf *err)
@@ -219,16 +262,21 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     r->o.hf_endpoint = dup_or_null(o->hf_endpoint);
     r->o.hf_token = dup_or_null(o->hf_token);
     r->o.cors_origins = dup_or_null(o->cors_origins);
+    r->o.node_url_allow = dup_or_null(o->node_url_allow && *o->node_url_allow ? o->node_url_allow : NULL);
     router_jobs_init(r);
     router_events_init(r);
     pthread_mutex_init(&r->queue_lock, NULL);
     pthread_cond_init(&r->queue_cond, NULL);
     llmr_status st = llmr_http_cors_new(r->o.cors_origins, &r->cors, err);
+    if (st == LLMR_OK && !llmr_node_allow_valid(r->o.node_url_allow, err))
+        st = LLMR_INVALID_ARGUMENT;
     if (st == LLMR_OK)
-        st = llmr_mkdir_p(r->o.data_dir, err);
+        st = private_data_dir(r->o.data_dir, err);
     char *db = st == LLMR_OK ? llmr_path_join(r->o.data_dir, "router.db") : NULL;
     if (st == LLMR_OK && !db)
         st = LLMR_OOM_RAM;
+    if (st == LLMR_OK)
+        st = private_db(db, err);
     if (st == LLMR_OK)
         st = llmr_store_open(db, &r->store, err);
     free(db);
@@ -236,6 +284,8 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         st = router_bootstrap_admin(r, err);
     if (st == LLMR_OK && !(r->nodes = llmr_node_registry_new(r->o.node_offline_ms)))
         st = LLMR_OOM_RAM;
+    if (st == LLMR_OK)
+        llmr_node_registry_set_expire(r->nodes, r->o.node_expire_ms);
     if (st == LLMR_OK && !(r->templates = router_templates_new()))
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK && !(r->metrics = router_metrics_new()))

@@ -9,6 +9,8 @@
  *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
  *                    queue, retry before the first byte, streams) and /v1/models[/ID]
  *   router_jobs.c    each proxied request on a thread of its own (so that it streams)
+ *   router_proof.c   challenges to nodes: a model is routed only where proven held
+ *   node_address.c   a node's URL checked against where its registration came from
  *   router_render.c  chat templates: chosen at registration, rendered per request
  *   router_dashboard.c  the dashboard: the browser app's files, embedded at build time
  *   router_snapshot.c   the dashboard's view of nodes, models, requests and stats
@@ -19,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "common/strbuf.h"
 #include "llmr/status.h"
@@ -36,6 +40,11 @@ typedef struct llmr_router_options {
     const char *artifact_allowlist; /* the publishers of optional GPU artifacts (org patterns) */
     const char *hf_endpoint, *hf_token; /* NULL: the environment's */
     unsigned node_offline_ms;      /* no heartbeat this long: offline; default 15000 */
+    unsigned node_expire_ms;       /* no heartbeat this long: removed; default 600000
+                                      (0: never) */
+    const char *node_url_allow;    /* networks a node's URL may be in besides the
+                                      registration's own address (node_address.h);
+                                      NULL: none */
     unsigned heartbeat_s;          /* what nodes are told; default 5 */
     unsigned node_max_outstanding; /* requests per node at once; default 256 */
     unsigned queue_max;            /* requests waiting for a node; default 1024 */
@@ -62,6 +71,8 @@ size_t llmr_router_model_count(llmr_router *r);
 llmr_status llmr_router_create_key(llmr_router *r, const char *name, unsigned scopes, char **id, char **secret,
                                    llmr_strbuf *err);
 void llmr_router_revoke_key(llmr_router *r, const char *id);
+/* The keys, as GET /v0/keys lists them (no secrets); a new reference. */
+json_t *llmr_router_list_keys(llmr_router *r);
 
 /* ---- the key file: DATA_DIR/admin.key, mode 0600, the admin key and a newline ---- */
 #define LLMR_ROUTER_KEY_FILE "admin.key"

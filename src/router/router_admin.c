@@ -20,9 +20,12 @@
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "router/model_source.h"
+#include "router/node_address.h"
 
 #define COMPONENT "router"
 #define MAX_NAME 128
+#define LLMR_NODE_REGISTRATION_MAX (64u << 10) /* bytes of a node's registration */
+#define LLMR_NODE_HEARTBEAT_MAX (1u << 20)     /* bytes of a heartbeat */
 
 /* ---- helpers --------------------------------------------------------------------- */
 
@@ -275,6 +278,11 @@ void llmr_router_revoke_key(llmr_router *r, const char *id)
     llmr_strbuf_free(&err);
 }
 
+json_t *llmr_router_list_keys(llmr_router *r)
+{
+    return llmr_store_key_list(r->store);
+}
+
 json_t *router_models_json(llmr_router *r, bool with_nodes)
 {
     json_t *all = llmr_store_model_list(r->store), *out = json_array(), *m;
@@ -413,9 +421,11 @@ static bool models_route(llmr_router *r, const router_caller *c, const llmr_http
     bool found = llmr_store_model_get(r->store, seg[1], &m, &err) == LLMR_OK;
     if (n == 2 && is_method(req, "DELETE")) {
         if (router_need(c, LLMR_SCOPE_ADMIN, reply)) {
-            if (llmr_store_model_delete(r->store, seg[1], &err) == LLMR_OK)
+            if (llmr_store_model_delete(r->store, seg[1], &err) == LLMR_OK) {
+                /* a model registered again under the name is proven again */
+                llmr_node_registry_forget_model(r->nodes, seg[1]);
                 llmr_http_reply_json(reply, 200, json_pack("{s:s, s:b}", "name", seg[1], "deleted", 1));
-            else
+            } else
                 router_error(reply, 404, "not_found_error", "model_not_found", "No model named \"%s\".",
                              seg[1]);
         }
@@ -445,39 +455,99 @@ static bool models_route(llmr_router *r, const router_caller *c, const llmr_http
 
 /* ---- nodes ------------------------------------------------------------------------- */
 
+/* Removes the nodes silent past the expiry (llmr_node_registry_expire), from the
+ * store too. */
+static void expire_nodes(llmr_router *r)
+{
+    char ids[64][32];
+    size_t n;
+    do {
+        n = llmr_node_registry_expire(r->nodes, router_now_ms(), ids, 64);
+        for (size_t i = 0; i < n && i < 64; i++) {
+            llmr_strbuf err = LLMR_STRBUF_INIT;
+            llmr_store_node_delete(r->store, ids[i], &err);
+            llmr_strbuf_free(&err);
+            llmr_log_info(COMPONENT, "node %s removed: no heartbeat for %.0f s", ids[i], r->o.node_expire_ms / 1e3);
+        }
+    } while (n > 64);
+}
+
 json_t *router_nodes_json(llmr_router *r)
 {
+    expire_nodes(r);
     return llmr_node_registry_list(r->nodes, router_now_ms());
 }
 
-static void register_node(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+static void register_node(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                          llmr_http_reply *reply)
 {
+    if (req->body_len > LLMR_NODE_REGISTRATION_MAX) {
+        router_error(reply, 413, "invalid_request_error", "body_too_large",
+                     "A node's registration is at most %u bytes; this one is %zu.", LLMR_NODE_REGISTRATION_MAX,
+                     req->body_len);
+        return;
+    }
     json_t *b = body_json(req, reply);
     if (!b)
         return;
+    expire_nodes(r);
     const char *url = json_string_value(json_object_get(b, "url"));
-    if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))) {
+    const json_t *name = json_object_get(b, "name");
+    char pin[320] = "";
+    llmr_strbuf why = LLMR_STRBUF_INIT;
+    if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) || strlen(url) >= 400) {
         router_error(reply, 400, "invalid_request_error", "invalid_value",
-                     "A node registers with its \"url\" (http:// or https://).");
+                     "A node registers with its \"url\" (http:// or https://, under 400 bytes).");
+    } else if (name && (!json_is_string(name) || json_string_length(name) > 128)) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value",
+                     "A node's \"name\" is a string of at most 128 bytes.");
     } else if (!json_is_true(json_object_get(b, "has_gpu")) && !json_is_true(json_object_get(b, "allow_cpu"))) {
         router_error(reply, 403, "permission_error", "no_gpu",
                      "This node has no GPU, so the router refuses it; start the node with "
                      "--allow-cpu for tests and tiny models.");
+    } else if (!llmr_node_url_check(url, req->remote, r->o.node_url_allow, pin, sizeof pin, &why)) {
+        router_error(reply, 403, "permission_error", "node_url_refused", "%s", llmr_strbuf_cstr(&why));
     } else {
-        char id[32];
-        llmr_node_registry_add(r->nodes, b, router_now_ms(), id, sizeof id);
-        if (!id[0]) {
+        llmr_node_added added;
+        /* without keys (--no-auth) there is no owner: every registration is its own */
+        const char *owner = r->o.no_auth ? NULL : c->key_id ? c->key_id : "";
+        llmr_node_add_result res = llmr_node_registry_add(r->nodes, b, owner, pin, router_now_ms(), &added);
+        if (res == LLMR_NODE_KEY_IN_USE) {
+            router_error(reply, 409, "invalid_request_error", "node_key_in_use",
+                         "This key's node is online at another URL; a key registers one node (make a key "
+                         "for each node: POST /v0/keys).");
+        } else if (res == LLMR_NODE_URL_IN_USE) {
+            router_error(reply, 409, "invalid_request_error", "node_url_in_use",
+                         "Another key's node is online at this URL.");
+        } else if (res == LLMR_NODE_TOO_FAST) {
+            llmr_http_reply_header(reply, "Retry-After", "60");
+            router_error(reply, 429, "rate_limit_error", "too_many_registrations",
+                         "This key registered a node %u times in the last minute; try again later.",
+                         LLMR_NODE_REGISTRATIONS_PER_MIN);
+        } else if (res != LLMR_NODE_ADDED) {
             router_error(reply, 503, "server_error", "too_many_nodes", "The router holds as many nodes as it can.");
         } else {
             llmr_strbuf err = LLMR_STRBUF_INIT;
-            llmr_store_node_upsert(r->store, id, json_string_value(json_object_get(b, "name")), url, b,
-                                   (int64_t)time(NULL), &err);
+            if (added.replaced[0])
+                llmr_store_node_delete(r->store, added.replaced, &err);
+            llmr_strbuf_reset(&err);
+            llmr_store_node_upsert(r->store, added.id, json_string_value(name), url, b, (int64_t)time(NULL), &err);
             llmr_strbuf_free(&err);
-            llmr_log_info(COMPONENT, "node %s registered (%s)", id, url);
-            llmr_http_reply_json(reply, 200, json_pack("{s:s, s:i}", "node_id", id, "heartbeat_interval_s",
-                                                       (int)r->o.heartbeat_s));
+            if (added.replaced[0])
+                llmr_log_info(COMPONENT, "node %s registered (%s), replacing %s", added.id, url, added.replaced);
+            else
+                llmr_log_info(COMPONENT, "node %s registered (%s)", added.id, url);
+            /* a beat at least three times within the offline timeout */
+            double iv = r->o.heartbeat_s;
+            if (iv * 3000.0 > r->o.node_offline_ms)
+                iv = r->o.node_offline_ms / 3000.0;
+            llmr_http_reply_json(reply, 200, json_pack("{s:s, s:s, s:o}", "node_id", added.id, "node_secret",
+                                                       added.secret, "heartbeat_interval_s",
+                                                       iv == (int)iv ? json_integer((int)iv) : json_real(iv)));
         }
+        memset(added.secret, 0, sizeof added.secret);
     }
+    llmr_strbuf_free(&why);
     json_decref(b);
 }
 
@@ -488,7 +558,7 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
     size_t n = split_path(req->path, seg, 3);
     if (n == 1 && is_method(req, "POST")) {
         if (router_need(c, LLMR_SCOPE_NODE, reply))
-            register_node(r, req, reply);
+            register_node(r, c, req, reply);
         return true;
     }
     if (n == 1 && is_method(req, "GET")) {
@@ -499,12 +569,20 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
     if (n == 3 && !strcmp(seg[2], "heartbeat") && is_method(req, "POST")) {
         if (!router_need(c, LLMR_SCOPE_NODE, reply))
             return true;
+        if (req->body_len > LLMR_NODE_HEARTBEAT_MAX) {
+            router_error(reply, 413, "invalid_request_error", "body_too_large",
+                         "A heartbeat is at most %u bytes; this one is %zu.", LLMR_NODE_HEARTBEAT_MAX, req->body_len);
+            return true;
+        }
         json_t *b = body_json(req, reply);
         if (!b)
             return true;
         llmr_http_reply_note(reply, &(llmr_http_note){.quiet = true}); /* one a node a second */
-        if (llmr_node_registry_heartbeat(r->nodes, seg[1], b, router_now_ms()))
-            llmr_http_reply_json(reply, 200, json_pack("{s:b}", "ok", 1));
+        const char *owner = r->o.no_auth ? NULL : c->key_id ? c->key_id : "";
+        /* another key's node is answered as an unknown one: it changes nothing */
+        if (llmr_node_registry_heartbeat(r->nodes, seg[1], owner, b, router_now_ms()))
+            llmr_http_reply_json(reply, 200,
+                                 json_pack("{s:b, s:o}", "ok", 1, "challenges", router_node_proofs(r, seg[1], b)));
         else
             router_error(reply, 404, "not_found_error", "unknown_node",
                          "The router does not know node %.64s (it may have restarted): register again.",
@@ -518,6 +596,11 @@ static bool nodes_route(llmr_router *r, const router_caller *c, const llmr_http_
             return true;
         bool ok = n == 2 ? llmr_node_registry_remove(r->nodes, seg[1])
                          : llmr_node_registry_drain(r->nodes, seg[1], !strcmp(seg[2], "drain"));
+        if (ok && n == 2) { /* the store forgets it too */
+            llmr_strbuf err = LLMR_STRBUF_INIT;
+            llmr_store_node_delete(r->store, seg[1], &err);
+            llmr_strbuf_free(&err);
+        }
         if (ok)
             llmr_http_reply_json(reply, 200, json_pack("{s:s, s:s}", "node", seg[1], "result",
                                                        n == 2 ? "removed" : seg[2]));

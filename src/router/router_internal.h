@@ -57,6 +57,11 @@ bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_
 bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                         llmr_http_reply *reply);
 
+/* ---- proofs that a node holds a model's files (router_proof.c) ---- */
+/* Checks the heartbeat's "proofs" of node id and returns the challenges for the models
+ * it reports ready unproven (a new array, maybe empty). */
+json_t *router_node_proofs(llmr_router *r, const char *id, const json_t *heartbeat);
+
 /* ---- what /v0 lists (router_admin.c), shared by its endpoints and the dashboard's
  * snapshots (router_snapshot.c) ---- */
 /* GET /v0/nodes' "nodes". */

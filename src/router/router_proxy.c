@@ -84,15 +84,15 @@ static void v1_model(llmr_router *r, const char *id, llmr_http_reply *reply)
 
 /* ---- waiting for a node ------------------------------------------------------------------ */
 
-/* A node for the model into id/url: 0, or the HTTP status of the error replied. */
-static unsigned acquire(llmr_router *r, const char *model, const char *const *tried, size_t n_tried, char *id,
-                    size_t id_size, char *url, size_t url_size, llmr_http_reply *reply)
+/* A node for the model into t: 0, or the HTTP status of the error replied. */
+static unsigned acquire(llmr_router *r, const char *model, const char *const *tried, size_t n_tried,
+                        llmr_node_target *t, llmr_http_reply *reply)
 {
     uint64_t start = router_now_ms();
     bool queued = false;
     for (;;) {
         uint64_t now = router_now_ms();
-        if (llmr_node_registry_pick(r->nodes, model, now, tried, n_tried, id, id_size, url, url_size))
+        if (llmr_node_registry_pick(r->nodes, model, now, tried, n_tried, t))
             break;
         if (!llmr_node_registry_model_ready_except(r->nodes, model, now, tried, n_tried) ||
             atomic_load(&r->stopping)) {
@@ -296,18 +296,28 @@ static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, 
     return atomic_load(&a->gone) || atomic_load(&a->r->stopping) ? 1 : 0;
 }
 
-/* Sends the request to the node.  true: answered (the reply or the stream is done);
- * false: the node failed before its first byte (try another). */
-static bool try_node(attempt *a, const char *url, const llmr_http_request *req, long *status_out)
+/* Sends the request to the node, with the node's credential (its secret from its
+ * registration), to the address its URL was checked at.  true: answered (the reply or
+ * the stream is done); false: the node failed before its first byte (try another). */
+static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_request *req, long *status_out)
 {
     char target[600];
-    snprintf(target, sizeof target, "%s%s", url, req->path);
+    snprintf(target, sizeof target, "%s%s", t->url, req->path);
     CURL *c = curl_easy_init();
     if (!c)
         return false;
     a->curl = c;
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     h = curl_slist_append(h, "Expect:");
+    char auth[LLMR_NODE_SECRET_HEX + 32];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", t->secret);
+    h = curl_slist_append(h, auth);
+    memset(auth, 0, sizeof auth);
+    struct curl_slist *pin = t->pin[0] ? curl_slist_append(NULL, t->pin) : NULL;
+    if (pin)
+        curl_easy_setopt(c, CURLOPT_RESOLVE, pin);
+    /* a node answers; it never sends the router elsewhere */
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     char rid[LLMR_REQUEST_ID_MAX + 32];
     if (req->request_id && *req->request_id) { /* the node logs the request under the same id */
         snprintf(rid, sizeof rid, "x-request-id: %s", req->request_id);
@@ -331,8 +341,9 @@ static bool try_node(attempt *a, const char *url, const llmr_http_request *req, 
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     *status_out = status;
-    curl_slist_free_all(h);
     curl_easy_cleanup(c);
+    curl_slist_free_all(h);
+    curl_slist_free_all(pin);
     a->curl = NULL;
     bool answered = true;
     if (a->out) { /* the stream is the client's already: end it, with an error event if cut */
@@ -549,7 +560,9 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     llmr_http_reply_note(reply, &(llmr_http_note){.model = q.model});
     llmr_store_model m = {0};
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    char id[32] = "", url[512];
+    llmr_node_target t;
+    memset(&t, 0, sizeof t);
+    char *id = t.id;
     const char *tried[MAX_TRIES];
     char tried_ids[MAX_TRIES][32];
     size_t n_tried = 0;
@@ -606,13 +619,13 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     a.node_id = id;
     llmr_strbuf_init(&a.body);
     for (;;) {
-        unsigned refused = acquire(r, q.model, tried, n_tried, id, sizeof id, url, sizeof url, reply);
+        unsigned refused = acquire(r, q.model, tried, n_tried, &t, reply);
         if (refused) {
             status = refused;
             id[0] = 0;
             break;
         }
-        bool answered = try_node(&a, url, &fwd, &status);
+        bool answered = try_node(&a, &t, &fwd, &status);
         ttft_ms = a.received ? (double)(a.first_ns - a.t0_ns) / 1e6 : -1;
         release(r, id, ttft_ms);
         if (answered)
@@ -645,6 +658,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
         llmr_http_reply_note(reply, &note);
     }
     llmr_strbuf_free(&a.body);
+    memset(t.secret, 0, sizeof t.secret);
 done:
     free(rendered_body);
     llmr_store_model_free(&m);

@@ -11,6 +11,7 @@ It binds 127.0.0.1 port 0 and prints the port it got on stdout.
   POST /v0/nodes                  registration: 401 without "Authorization: Bearer KEY",
                                   403 code no_gpu for has_gpu false without allow_cpu
                                   true, else {"node_id": "n-<counter>",
+                                  "node_secret": "secret-<counter>",
                                   "heartbeat_interval_s": --interval}
   POST /v0/nodes/{id}/heartbeat   404 code unknown_node for an id it does not know,
                                   else {"ok": true}
@@ -236,6 +237,7 @@ class Handler(BaseHTTPRequestHandler):
                 node_id = "n-%d" % st.counter
                 st.nodes[node_id] = body
             return self.send_json(200, {"node_id": node_id,
+                                        "node_secret": "secret-%d" % st.counter,
                                         "heartbeat_interval_s": st.args.interval}, body)
         parts = path.split("/")  # '', 'v0', 'nodes', ID, 'heartbeat'
         if len(parts) == 5 and parts[2] == "nodes" and parts[4] == "heartbeat":

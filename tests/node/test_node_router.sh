@@ -11,7 +11,9 @@
 # ready; (f) a file whose sha256 differs leaves its model failed (heartbeat reason
 # naming the file, not in /v1/models) and the node up; (g) an optional file that
 # fails is skipped and logged, the model ready without it; (h) after the router
-# forgets its nodes, the next heartbeat gets 404 and the node registers again.
+# forgets its nodes, the next heartbeat gets 404 and the node registers again; (i) the
+# node answers /v1 only with the secret its router gave it at registration (a client
+# that bypasses the router gets 401), and with the secret of its latest registration.
 # Usage: test_node_router.sh PATH_TO_LLMR
 set -u
 LLMR=${1:?usage: test_node_router.sh PATH_TO_LLMR}
@@ -218,10 +220,23 @@ done
 cmp -s "$tmp/want_files" "$tmp/got_files" \
   || fail "tiny: the model directory holds other files than the router's: $(diff "$tmp/want_files" "$tmp/got_files")"
 [[ -f "$tmp/a/models/tiny/.llmr-manifest.json" ]] || fail "tiny: no .llmr-manifest.json after the sync"
+# (i) the node serves its router: /v1 answers 401 without the router's credential
 req GET /v1/models
+[[ $code == 401 ]] || fail "GET /v1/models without the router's credential: HTTP $code, wanted 401: $body"
+req POST /v1/completions -H 'Content-Type: application/json' -d '{"model": "tiny", "prompt": "hi", "max_tokens": 4}'
+[[ $code == 401 ]] || fail "a completion that bypasses the router: HTTP $code, wanted 401: $body"
+has "$body" "router" "the 401 says the node serves a router"
+req GET /v1/models -H "Authorization: Bearer key-one"
+[[ $code == 401 ]] || fail "the router's node key is not a credential on the node: HTTP $code, wanted 401"
+req GET /v1/models -H "Authorization: Bearer secret-2"
+[[ $code == 401 ]] || fail "another node's secret: HTTP $code, wanted 401"
+req GET /health
+[[ $code == 200 ]] || fail "GET /health needs no credential: HTTP $code"
+secret=(-H "Authorization: Bearer secret-1") # the fake router's answer to the first registration
+req GET /v1/models "${secret[@]}"
 [[ $code == 200 ]] || fail "GET /v1/models: HTTP $code: $body"
 grep -qx tiny < <(models_field data) || fail "tiny synced but not in /v1/models data: $body"
-req POST /v1/completions -H 'Content-Type: application/json' \
+req POST /v1/completions "${secret[@]}" -H 'Content-Type: application/json' \
   -d '{"model": "tiny", "prompt": "hi", "max_tokens": 4}'
 [[ $code == 200 ]] || fail "POST /v1/completions with tiny: HTTP $code, wanted 200: $body $(cat "$tmp/curl.err")"
 has "$body" '"text_completion"' "the completion of tiny is a text_completion"
@@ -258,7 +273,7 @@ check_log "$tmp/r1.log" \
 check_log "$tmp/r1.log" \
   'any("sha256" in str(model(e, "bad").get("reason")) for i, e in heartbeats())' \
   "the failure reason of bad says the sha256 differs"
-req GET /v1/models
+req GET /v1/models "${secret[@]}"
 grep -qx bad < <(models_field data) && fail "bad failed its sync but /v1/models lists it as ready: $body"
 [[ -e "$tmp/a/models/bad/model.safetensors" ]] && fail "the corrupt bad/model.safetensors was put in place"
 grep -q "model bad: .*model.safetensors.*sha256" "$tmp/node_a.log" \
@@ -268,7 +283,7 @@ req GET /health
 [[ $code == 200 ]] || fail "GET /health after the failed sync: HTTP $code: $body"
 
 # (g) ghost: the phantom optional file skipped, the model ready
-req GET /v1/models
+req GET /v1/models "${secret[@]}"
 grep -qx ghost < <(models_field data) || fail "ghost is not in /v1/models data: $body"
 grep "extra/phantom.bin" "$tmp/node_a.log" | grep -qi "skip" \
   || fail "the node log does not say that the optional extra/phantom.bin was skipped"
@@ -311,6 +326,12 @@ check_log "$tmp/r1.log" 'len(reqs("POST", "/v0/nodes")) == 2' \
 check_log "$tmp/r1.log" "all(e['path'] == '/v0/nodes/n-2/heartbeat' for i, e in heartbeats(200, first(reqs('POST', '/v0/nodes', 200, $forgot))))" \
   "heartbeats after the new registration go to the new node_id n-2"
 has "$(cat "$tmp/node_a.log")" "registering again" "the node logs that it registers again"
+# (i) the new registration's secret opens /v1, the old one no more
+req GET /v1/models -H "Authorization: Bearer secret-1"
+[[ $code == 401 ]] || fail "the secret of the forgotten registration: HTTP $code, wanted 401"
+n2=$(logq "$tmp/r1.log" "len(reqs('POST', '/v0/nodes', 200))")
+req GET /v1/models -H "Authorization: Bearer secret-$n2"
+[[ $code == 200 ]] || fail "the secret of the new registration (secret-$n2): HTTP $code: $body"
 
 # ---- the end: both nodes stop cleanly on SIGTERM ---------------------------------------------
 for n in a b; do

@@ -81,8 +81,10 @@ sed -i 's/llmr_loopback/mystery_arch/; s/LlmrLoopback/Mystery/' "$tmp/src/odd/co
   fail "register odd: $(cat "$tmp/body")"
 [[ $(call GET "$base/v1/models/loop" "$admin") == 404 ]] || fail "a model no node has ready yet: 404"
 has "$(cat "$tmp/body")" "registered but no node has it ready" "the 404 says the model is registered but not ready"
+# the node's own key: a node behind a router answers /v1 only to it, or with that key
+nodeown=llmr-test-node-own-key-0123456789
 LLMR_DATA_DIR="$tmp/node" LLMR_PORT=0 LLMR_ADMIN_KEY= "$LLMR" node --router "$base" --node-key "$admin" \
-  --allow-cpu --heartbeat 0.3 --cors-origins '*' >"$tmp/node.log" 2>&1 &
+  --api-key "$nodeown" --allow-cpu --heartbeat 0.3 --cors-origins '*' >"$tmp/node.log" 2>&1 &
 pids+=($!)
 ready=
 for _ in $(seq 300); do
@@ -94,12 +96,12 @@ done
 [[ -n $ready ]] || { fail "loop never became ready: $(cat "$tmp/body") $(tail -5 "$tmp/node.log")"; finish_checks cors; }
 node=http://127.0.0.1:$(cat "$tmp/node/run/http.port")
 for _ in $(seq 300); do # the node has taken odd up, and cannot run it
-  call GET "$node/v1/models" "" >/dev/null
+  call GET "$node/v1/models" "$nodeown" >/dev/null
   python3 -c 'import json,sys; sys.exit(0 if any(m["id"] == "odd" for m in json.load(open(sys.argv[1]))["not_ready"]) else 1)' \
     "$tmp/body" 2>/dev/null && break
   sleep 0.1
 done
-[[ $(call GET "$node/v1/models/odd" "") == 404 ]] || fail "the node: a model it cannot run: 404"
+[[ $(call GET "$node/v1/models/odd" "$nodeown") == 404 ]] || fail "the node: a model it cannot run: 404"
 [[ $(json 'd["error"]["code"]') == model_not_found ]] || fail "the node: odd: model_not_found"
 has "$(cat "$tmp/body")" "on this node but not ready" "the node's 404 says the model is there but not ready"
 has "$(cat "$tmp/body")" "mystery_arch" "the node's 404 gives the reason"
@@ -138,12 +140,12 @@ no_cors "an answer to a request with no Origin"
   fail "the node answers a preflight 204"
 [[ $(header Access-Control-Allow-Origin) == '*' ]] || fail "the node's Allow-Origin is * with --cors-origins '*'"
 has "$(header Access-Control-Allow-Headers)" Authorization "the node's preflight allows Authorization"
-[[ $(call GET "$node/v1/models" "" "Origin: http://anything.test:8000") == 200 ]] || fail "the node's models"
+[[ $(call GET "$node/v1/models" "$nodeown" "Origin: http://anything.test:8000") == 200 ]] || fail "the node's models"
 [[ $(header Access-Control-Allow-Origin) == '*' ]] || fail "the node's answer has Allow-Origin *"
 
 # --- GET /v1/models/{id}
 for where in router node; do
-  [[ $where == router ]] && url=$base key=$admin || url=$node key=
+  [[ $where == router ]] && url=$base key=$admin || url=$node key=$nodeown
   [[ $(call GET "$url/v1/models/loop" "$key") == 200 ]] || fail "$where: GET /v1/models/loop: $(cat "$tmp/body")"
   [[ $(json '"%s %s %s %s" % (d["object"], d["id"], type(d["created"]).__name__, type(d["owned_by"]).__name__)') == "model loop int str" ]] ||
     fail "$where: the model as OpenAI answers it: $(cat "$tmp/body")"

@@ -57,8 +57,10 @@ infkey=$(json 'd["secret"]')
 "$LLMR" model synth --preset loopback --out "$tmp/src/loop" >/dev/null 2>&1 || fail "synth"
 [[ $(call POST "$router/v0/models" "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}") == 201 ]] ||
   fail "register: $(cat "$tmp/body")"
-# 10 ms a token: a long answer takes long enough to walk away from
-LLMR_DATA_DIR="$tmp/node" LLMR_PORT=0 "$LLMR" node --router "$router" --node-key "$nodekey" \
+# 10 ms a token: a long answer takes long enough to walk away from.  The node's own key
+# lets its own clients in (a node behind a router answers /v1 only to it otherwise).
+nodeown=llmr-test-node-own-key-0123456789
+LLMR_DATA_DIR="$tmp/node" LLMR_PORT=0 "$LLMR" node --router "$router" --node-key "$nodekey" --api-key "$nodeown" \
   --allow-cpu --heartbeat 0.3 --engine-options '{"token_delay_us": 10000}' >"$tmp/node.log" 2>&1 &
 pids+=($!)
 ready=
@@ -170,7 +172,7 @@ wait_for "$tmp/node.log" "access \[req=gone-router\] node POST /v1/chat/completi
   fail "the node logs 499 for the request whose client (the router) left: $(grep gone-router "$tmp/node.log")"
 grep "req=gone-router" "$tmp/node.log" | grep -q "went away: cancelling" || fail "the node's log says it cancels"
 follow gone-router 499 "a request whose client left the router"
-gone_client "$node" gone-node ""
+gone_client "$node" gone-node "$nodeown"
 wait_for "$tmp/node.log" "access \[req=gone-node\] node POST /v1/chat/completions 499 model=loop" ||
   fail "the node logs 499 for its own client that left"
 # a stream through the router, its client gone after 1 s: 499 too

@@ -159,6 +159,15 @@ out=$(cat "$tmp/out") err=$(cat "$tmp/err")
 has "$out" "loop is ready on 1/1 node" "pull says the model is ready"
 has "$err" "registered loop" "pull says it registered the model"
 chat loop
+# serve's node answers /v1 only to the router: a client that goes around the router's
+# keys and request log gets 401 (the router's keys are no credential there)
+for key in "" "$admin"; do
+  code=$(curl -s -o "$tmp/body" -w '%{http_code}' ${key:+-H "Authorization: Bearer $key"} -H 'Content-Type: application/json' \
+    --data-binary '{"model": "loop", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}' \
+    "http://127.0.0.1:$nport/v1/chat/completions")
+  [[ $code == 401 ]] || fail "a chat to serve's node past the router${key:+ with the admin key}: 401, got $code"
+done
+[[ $(stat -c %a "$LLMR_DATA_DIR/router.db") == 600 ]] || fail "serve's router.db is mode 600"
 expect 0 "list" -- env LLMR_API_KEY=$admin "$LLMR" list
 has "$out" "NAME" "list prints a table"
 grep -Eq "^loop +safetensors +$tmp/src/loop +ready on 1/1 node$" <<<"$out" ||
@@ -204,6 +213,14 @@ wait_listed loop2
 chat loop2
 expect 0 "list after the restart" -- env LLMR_API_KEY=$admin "$LLMR" list
 grep -Eq '^odd .*mystery_arch' <<<"$out" || fail "odd is still listed after the restart: $out"
+# a killed serve leaves its node's key: the next start revokes it, one stays
+kill -9 "$serve_pid"
+wait "$serve_pid" 2>/dev/null
+start_serve "$tmp/serve3.log"
+wait_listed loop
+node_keys=$(curl -s -H "Authorization: Bearer $admin" "$LLMR_ROUTER/v0/keys" |
+  python3 -c 'import json,sys; print(sum(1 for k in json.load(sys.stdin)["keys"] if k["name"] == "serve: the local node" and not k["revoked"]))' 2>&1)
+[[ $node_keys == 1 ]] || fail "after a killed serve one local node key is live, got $node_keys"
 stop_serve
 
 # --- a router with no node: pull says so, waits, and gives up at --timeout
