@@ -203,7 +203,7 @@ grep -qE 'llmr_router_requests_total\{model="loop",node="[^"]+",status="499"\} 2
 grep -q 'llmr_router_e2e_request_latency_seconds_count{model="loop"}' "$tmp/body" || fail "the router's latency by model"
 # a made-up model name (the 404 above) gets no series: a client cannot fill the labels
 ! grep -q 'model="nope"' "$tmp/body" || fail "the router made a series for an unknown model: $(grep nope "$tmp/body")"
-[[ $(call POST "$node/v1/chat/completions" "" '{"model": "nope-on-node", "messages": [{"role": "user", "content": "x"}]}') == 404 ]] ||
+[[ $(call POST "$node/v1/chat/completions" "$nodeown" '{"model": "nope-on-node", "messages": [{"role": "user", "content": "x"}]}') == 404 ]] ||
   fail "an unknown model on the node: 404"
 [[ $(call GET "$node/metrics") == 200 ]] || fail "the node's /metrics"
 ! grep -q 'model="nope-on-node"' "$tmp/body" || fail "the node made a series for an unknown model"
