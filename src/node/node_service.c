@@ -155,6 +155,7 @@ void llmr_node_options_default(llmr_node_options *o)
     memset(o, 0, sizeof *o);
     o->origin_allowlist = "huggingface.co,hf.co";
     o->heartbeat_ms = 5000;
+    o->shutdown_grace_s = 30;
 }
 
 /* Writes the HTTP port to DATA_DIR/run/http.port (for scripts that started the node
@@ -262,7 +263,8 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
     const char *node_name = no->node_name ? no->node_name : hostname;
     if (!no->no_http) {
         llmr_node_http_options ho = {llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_config_port(cfg), 0,
-                                     no->api_key, node_name, llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS)};
+                                     no->api_key, node_name, llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS),
+                                     no->default_max_tokens, no->shutdown_grace_s};
         llmr_strbuf he = LLMR_STRBUF_INIT;
         st = llmr_node_http_start(&ho, n->host, &n->http, &he);
         if (st != LLMR_OK) {
@@ -352,8 +354,8 @@ int llmr_node_run(const llmr_config *cfg, const llmr_node_options *no)
             llmr_node_reload(n);
             continue;
         }
-        llmr_log_info(COMPONENT, "%s: stopping (running requests end CANCELLED)",
-                      sig == SIGINT ? "SIGINT" : "SIGTERM");
+        llmr_log_info(COMPONENT, "%s: stopping; running requests have %u s to finish",
+                      sig == SIGINT ? "SIGINT" : "SIGTERM", no->shutdown_grace_s);
         break;
     }
     llmr_node_stop(n);
