@@ -4,7 +4,7 @@
 # origin; per-key limits (requests per minute, requests at once, tokens per minute:
 # 429 rate_limit_exceeded with Retry-After, the router's default and a key's own, set
 # with POST /v0/keys, PATCH /v0/keys/ID and `llmr keys`); the audit log of admin
-# actions (GET /v0/audit, the store, the log); a graceful stop on SIGTERM (a short
+# actions (GET /v0/audit, `llmr audit`, the store, the log); a graceful stop on SIGTERM (a short
 # stream finishes, a long one past --shutdown-grace ends with an error event before
 # [DONE], never a bare [DONE]); max_tokens null is max_tokens absent.
 # Usage: test_ops.sh PATH_TO_LLMR
@@ -188,6 +188,11 @@ audit PATCH "/v0/keys/$rpmid" 200 "$adminid" || fail "the audit log has the limi
 [[ $(json 'len([r for r in d["audit"] if r["path"].endswith("/heartbeat") or r["path"].startswith("/v1/")])') == 0 ]] ||
   fail "heartbeats and /v1 are not admin actions"
 grep -q "audit.*DELETE /v0/models/loop2 by $adminid" "$tmp/main.log" || fail "the log has the audit lines"
+expect 0 "llmr audit" -- env LLMR_ROUTER="http://127.0.0.1:$rport" LLMR_API_KEY=$admin "$LLMR" audit --limit 50
+has "$out" "DELETE /v0/models/loop2" "llmr audit prints the deletion"
+has "$out" "POST /v0/keys -> $doomed" "llmr audit prints the key made"
+expect 1 "llmr audit with a key that is not an admin's" -- env LLMR_ROUTER="http://127.0.0.1:$rport" LLMR_API_KEY=$rpmkey "$LLMR" audit
+expect 2 "llmr audit --limit 0" -- env LLMR_ROUTER="http://127.0.0.1:$rport" LLMR_API_KEY=$admin "$LLMR" audit --limit 0
 
 # --- SIGTERM: a short stream finishes, a long one ends with an error event, never a bare [DONE]
 stream() { # KEY MAX_TOKENS OUT
