@@ -51,15 +51,14 @@ struct llmr_http_stream {
     const atomic_bool *stopping;
     http_access *access;        /* the request's record, finished at the end */
     unsigned status;            /* the status the stream was sent with */
-    atomic_uint *open_streams;  /* the server's count (NULL: none) */
+    atomic_uint *open_streams;  /* the server's count of streams its connections still
+                                   send (NULL: none, or released already) */
     size_t queue_max;           /* bytes unread at most */
     bool too_slow;              /* cut for that: said once in the log */
 };
 
 static void stream_free(llmr_http_stream *s)
 {
-    if (s->open_streams)
-        atomic_fetch_sub(s->open_streams, 1);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     llmr_strbuf_free(&s->queue);
@@ -155,6 +154,10 @@ static void stream_response_released(void *cls)
     pthread_mutex_lock(&s->lock);
     s->gone = true;
     s->conn = NULL;
+    if (s->open_streams) /* sent, or its client left: the server no longer waits for it
+                            (and may be freed before the producer ends the stream) */
+        atomic_fetch_sub(s->open_streams, 1);
+    s->open_streams = NULL;
     bool call = !s->ended && !s->close_called && s->on_close;
     if (call) {
         s->close_called = true;
