@@ -8,12 +8,16 @@
 #include "router/router_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/fs_util.h"
@@ -224,6 +228,34 @@ static void raise_fd_limit(unsigned max_connections)
                       (unsigned long long)rl.rlim_cur, (unsigned long long)old, max_connections);
 }
 
+/* The data directory and the store are the router's alone (keys' hashes, the request
+ * and audit logs): a directory made now gets mode 0700 (an existing one open to others
+ * is left, with a warning), and router.db is made 0600, or put back to 0600.  SQLite
+ * makes its -wal and -shm files with the database's mode. */
+static llmr_status private_files(const char *dir, bool dir_existed, const char *db, llmr_strbuf *err)
+{
+    struct stat st;
+    if (!dir_existed && chmod(dir, 0700) != 0)
+        llmr_log_warn(COMPONENT, "cannot make %s private (mode 0700): %s", dir, strerror(errno));
+    else if (dir_existed && stat(dir, &st) == 0 && (st.st_mode & 077))
+        llmr_log_warn(COMPONENT, "the data directory %s is open to other users (mode %03o); chmod 700 it",
+                      dir, (unsigned)(st.st_mode & 0777));
+    int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        llmr_strbuf_printf(err, "cannot open %s: %s", db, strerror(errno));
+        return LLMR_IO;
+    }
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077)) {
+        if (fchmod(fd, 0600) == 0)
+            llmr_log_info(COMPONENT, "%s was open to other users (mode %03o): now 0600", db,
+                          (unsigned)(st.st_mode & 0777));
+        else
+            llmr_log_warn(COMPONENT, "cannot make %s private (mode 0600): %s", db, strerror(errno));
+    }
+    close(fd);
+    return LLMR_OK;
+}
+
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -267,11 +299,15 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     pthread_mutex_init(&r->queue_lock, NULL);
     pthread_cond_init(&r->queue_cond, NULL);
     llmr_status st = llmr_http_cors_new(r->o.cors_origins, &r->cors, err);
+    struct stat dir_st;
+    bool dir_existed = r->o.data_dir && stat(r->o.data_dir, &dir_st) == 0;
     if (st == LLMR_OK)
         st = llmr_mkdir_p(r->o.data_dir, err);
     char *db = st == LLMR_OK ? llmr_path_join(r->o.data_dir, "router.db") : NULL;
     if (st == LLMR_OK && !db)
         st = LLMR_OOM_RAM;
+    if (st == LLMR_OK)
+        st = private_files(r->o.data_dir, dir_existed, db, err);
     if (st == LLMR_OK)
         st = llmr_store_open(db, &r->store, err);
     free(db);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Operators' controls, with real processes on loopback: --no-auth answers only requests
+# Operators' controls, with real processes on loopback: the data directory (0700) and the
+# store (0600) are private; --no-auth answers only requests
 # addressed to a loopback name (DNS rebinding) and refuses writes from another web
 # origin; per-key limits (requests per minute, requests at once, tokens per minute:
 # 429 rate_limit_exceeded with Retry-After, the router's default and a key's own, set
@@ -69,8 +70,14 @@ chat='{"model": "loop", "messages": [{"role": "user", "content": "hi"}], "max_to
 
 "$LLMR" model synth --preset loopback --out "$tmp/src/loop" >/dev/null || fail "synth"
 
+# --- the data directory and the store are private: a new directory 0700, router.db 0600
+# (and put back to 0600 when it was open to others; an open directory is warned of)
+mkdir -p "$tmp/open" && chmod 755 "$tmp/open" && touch "$tmp/open/router.db" && chmod 644 "$tmp/open/router.db"
+
 # --- --no-auth: loopback names only, no cross-origin writes
 start_router open --no-auth
+[[ $(stat -c %a "$tmp/open/router.db") == 600 ]] || fail "an existing router.db open to others is made 0600"
+has "$(cat "$tmp/open.log")" "is open to other users (mode 755)" "an open data directory is warned of"
 [[ $(call GET /v0/keys "" "" -H "Host: localhost:$rport") == 200 ]] || fail "no-auth, Host localhost:PORT: 200: $(cat "$tmp/body")"
 [[ $(call GET /v0/keys "" "" -H "Host: [::1]:$rport") == 200 ]] || fail "no-auth, Host [::1]:PORT: 200"
 [[ $(call GET /v0/keys "" "" -H "Host: attacker.example:$rport") == 403 ]] || fail "no-auth, a foreign Host: 403"
@@ -91,6 +98,10 @@ kill -9 "$rpid"
 
 # --- limits, audit, shutdown: a router with keys and a node
 start_router main --key-rpm 1000 --shutdown-grace 2
+[[ $(stat -c %a "$tmp/main") == 700 ]] || fail "a new data directory has mode 700, not $(stat -c %a "$tmp/main")"
+for f in router.db router.db-wal router.db-shm; do
+  [[ ! -e $tmp/main/$f || $(stat -c %a "$tmp/main/$f") == 600 ]] || fail "$f has mode 600, not $(stat -c %a "$tmp/main/$f")"
+done
 [[ $(call POST /v0/keys "$admin" '{"name": "n", "scopes": "node"}') == 201 ]] || fail "create a node key"
 nodekey=$(key_of secret)
 [[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}") == 201 ]] ||
