@@ -13,7 +13,7 @@ static void help(FILE *out)
     fprintf(out,
             "usage: llmr router [--no-auth] [--artifact-allowlist ORGS] [--cors-origins LIST]\n"
             "                   [--key-rpm N] [--key-concurrent N] [--key-tpm N]\n"
-            "                   [--shutdown-grace SECONDS]\n\n"
+            "                   [--shutdown-grace SECONDS] [--node-max-outstanding N]\n\n"
             "Runs the router on --host and --port: the OpenAI API (/v1) in front of the nodes\n"
             "that register with it, model registration and manifests, node registration and\n"
             "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
@@ -39,6 +39,8 @@ static void help(FILE *out)
             "                            or * (or LLMR_CORS_ORIGINS); default: no CORS\n"
             "  --artifact-allowlist ORGS the publishers whose GPU artifacts become optional\n"
             "                            manifest entries (default openai/*,nvidia/*)\n"
+            "  --node-max-outstanding N  requests sent to one node at once; more wait in\n"
+            "                            the queue (default 256)\n"
             "SIGINT or SIGTERM stops it: it stops accepting, lets running requests finish\n"
             "for up to --shutdown-grace seconds (default 30), then ends the streams still\n"
             "open with an error event (a request still waiting for a node gets one at once).\n"
@@ -60,7 +62,8 @@ static int run(int argc, char **argv, const llmr_config *cfg)
         } else if (!strcmp(argv[i], "--artifact-allowlist") && i + 1 < argc) {
             o.artifact_allowlist = argv[++i];
         } else if ((!strcmp(argv[i], "--key-rpm") || !strcmp(argv[i], "--key-concurrent") ||
-                    !strcmp(argv[i], "--key-tpm") || !strcmp(argv[i], "--shutdown-grace")) &&
+                    !strcmp(argv[i], "--key-tpm") || !strcmp(argv[i], "--shutdown-grace") ||
+                    !strcmp(argv[i], "--node-max-outstanding")) &&
                    i + 1 < argc) {
             char *end = NULL;
             const char *flag = argv[i], *v = argv[++i];
@@ -72,7 +75,12 @@ static int run(int argc, char **argv, const llmr_config *cfg)
             unsigned *to = !strcmp(flag, "--key-rpm")          ? &o.key_requests_per_minute
                            : !strcmp(flag, "--key-concurrent") ? &o.key_concurrent_requests
                            : !strcmp(flag, "--key-tpm")        ? &o.key_tokens_per_minute
-                                                               : &o.shutdown_grace_s;
+                           : !strcmp(flag, "--shutdown-grace") ? &o.shutdown_grace_s
+                                                               : &o.node_max_outstanding;
+            if (to == &o.node_max_outstanding && n == 0) {
+                llmr_cli_error("router", "--node-max-outstanding takes 1 or more");
+                return LLMR_EXIT_USAGE;
+            }
             *to = (unsigned)n;
         } else {
             llmr_cli_error("router", "unexpected argument \"%s\"; see llmr router --help", argv[i]);

@@ -315,6 +315,8 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         st = router_bootstrap_admin(r, err);
     if (st == LLMR_OK && !(r->nodes = llmr_node_registry_new(r->o.node_offline_ms)))
         st = LLMR_OOM_RAM;
+    if (st == LLMR_OK) /* more wait in the queue (it was never passed on: no bound) */
+        llmr_node_registry_set_max_outstanding(r->nodes, r->o.node_max_outstanding);
     if (st == LLMR_OK && !(r->templates = router_templates_new()))
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK && !(r->metrics = router_metrics_new()))

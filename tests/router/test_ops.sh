@@ -7,7 +7,8 @@
 # with POST /v0/keys, PATCH /v0/keys/ID and `llmr keys`); the audit log of admin
 # actions (GET /v0/audit, `llmr audit`, the store, the log); a graceful stop on SIGTERM (a short
 # stream finishes, a long one past --shutdown-grace ends with an error event before
-# [DONE], never a bare [DONE]); max_tokens null is max_tokens absent.
+# [DONE], never a bare [DONE]; one waiting in the queue gets 503 server_shutting_down at
+# once); max_tokens null is max_tokens absent.
 # Usage: test_ops.sh PATH_TO_LLMR
 set -u
 LLMR=${1:?usage: test_ops.sh PATH_TO_LLMR}
@@ -97,7 +98,7 @@ has "$(cat "$tmp/body")" '"code":"cross_origin_write"' "the cross-origin 403 say
 kill -9 "$rpid"
 
 # --- limits, audit, shutdown: a router with keys and a node
-start_router main --key-rpm 1000 --shutdown-grace 2
+start_router main --key-rpm 1000 --shutdown-grace 2 --node-max-outstanding 2
 [[ $(stat -c %a "$tmp/main") == 700 ]] || fail "a new data directory has mode 700, not $(stat -c %a "$tmp/main")"
 for f in router.db router.db-wal router.db-shm; do
   [[ ! -e $tmp/main/$f || $(stat -c %a "$tmp/main/$f") == 600 ]] || fail "$f has mode 600, not $(stat -c %a "$tmp/main/$f")"
@@ -215,8 +216,20 @@ stream "$admin" 20 "$tmp/short" & # 1 s: within the 2 s grace
 s1=$!
 stream "$admin" 200 "$tmp/long" & # 10 s: past it
 s2=$!
-sleep 0.4
+sleep 0.3
+# a third waits in the queue (two at once per node): it is told at once, not left to wait
+curl -s -o "$tmp/queued" -w '%{http_code}' -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+  --data-binary '{"model": "loop", "prompt": "hi", "max_tokens": 5, "stream": true}' \
+  "http://127.0.0.1:$rport/v1/completions" >"$tmp/queued.code" &
+s4=$!
+sleep 0.3
 kill -TERM "$rpid"
+t_term=$(date +%s%N)
+wait "$s4"
+t_queued=$(( ($(date +%s%N) - t_term) / 1000000 ))
+[[ $(cat "$tmp/queued.code") == 503 ]] || fail "the queued stream gets 503 at the stop, got $(cat "$tmp/queued.code"): $(cat "$tmp/queued")"
+has "$(cat "$tmp/queued")" '"code":"server_shutting_down"' "the queued stream is told the router is shutting down"
+[[ $t_queued -lt 1000 ]] || fail "the queued stream was answered at once, not after ${t_queued} ms"
 sleep 0.3
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin" "http://127.0.0.1:$rport/health")
 [[ $code == 000 ]] || fail "while stopping, a new connection is refused, got $code"
