@@ -36,6 +36,7 @@ extern const llmr_command llmr_cmd_router;
 extern const llmr_command llmr_cmd_pull;
 extern const llmr_command llmr_cmd_list;
 extern const llmr_command llmr_cmd_keys;
+extern const llmr_command llmr_cmd_audit;
 extern const llmr_command llmr_cmd_run;
 extern const llmr_command llmr_cmd_logits;
 

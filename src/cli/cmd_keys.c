@@ -15,7 +15,8 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: llmr keys list [--all] [--json]\n"
-            "       llmr keys create NAME [--scopes LIST] [--json]\n"
+            "       llmr keys create NAME [--scopes LIST] [LIMITS] [--json]\n"
+            "       llmr keys limits ID|NAME LIMITS [--json]\n"
             "       llmr keys revoke ID|NAME\n"
             "       (each also takes --router URL and --api-key KEY)\n\n"
             "Manages the API keys of a running router (`llmr serve` or `llmr router`).\n\n"
@@ -24,6 +25,13 @@ static void help(FILE *out)
             "  create   a key named NAME with the scopes in LIST, comma-separated:\n"
             "           inference (/v1, the default), node (a node of this router) and/or\n"
             "           admin (everything).  The secret is printed once: keep it\n"
+            "  limits   changes the limits of the key of that id, or of the one live key\n"
+            "           of that name (the limits not given stay as they are)\n"
+            "  LIMITS   --rpm N (requests per minute), --concurrent N (requests at once,\n"
+            "           waiting ones included), --tpm N (prompt and completion tokens per\n"
+            "           minute); N is a count, 0 for no limit, or \"default\" for the\n"
+            "           router's (llmr router --key-rpm ...).  Over a limit a request gets\n"
+            "           429 rate_limit_exceeded with Retry-After\n"
             "  revoke   the key of that id (key_...), or the one live key of that name;\n"
             "           requests with it get 401 from then on\n"
             "  --json          print the router's answer as it is\n"
@@ -140,9 +148,46 @@ static json_t *scopes_array(const char *list)
     return a;
 }
 
-static int cmd_create(const llmr_router_client *c, const char *name, const char *scopes, bool as_json)
+/* --rpm, --concurrent, --tpm: what was given of them as a "limits" object, or NULL
+ * when none was. */
+typedef struct limit_args {
+    const char *v[3];
+} limit_args;
+static const char *const LIMIT_FLAGS[] = {"--rpm", "--concurrent", "--tpm"};
+static const char *const LIMIT_NAMES[] = {"requests_per_minute", "concurrent_requests", "tokens_per_minute"};
+
+/* false after printing why (a value that is not a count nor "default"). */
+static bool limits_object(const limit_args *l, json_t **out)
+{
+    *out = NULL;
+    for (int i = 0; i < 3; i++) {
+        if (!l->v[i])
+            continue;
+        if (!*out)
+            *out = json_object();
+        char *end = NULL;
+        long long n = strtoll(l->v[i], &end, 10);
+        if (!strcmp(l->v[i], "default")) {
+            json_object_set_new(*out, LIMIT_NAMES[i], json_null());
+        } else if (*l->v[i] && !*end && n >= 0 && n <= 1000000000) {
+            json_object_set_new(*out, LIMIT_NAMES[i], json_integer(n));
+        } else {
+            llmr_cli_error(CMD, "%s takes a count (0: no limit) or \"default\", not \"%s\"", LIMIT_FLAGS[i],
+                           l->v[i]);
+            json_decref(*out);
+            *out = NULL;
+            return false;
+        }
+    }
+    return true;
+}
+
+static int cmd_create(const llmr_router_client *c, const char *name, const char *scopes, json_t *limits,
+                      bool as_json)
 {
     json_t *body = json_pack("{s:s, s:o}", "name", name, "scopes", scopes_array(scopes));
+    if (body && limits)
+        json_object_set(body, "limits", limits);
     llmr_router_answer ans;
     bool answered = body && llmr_router_request(c, "POST", "/v0/keys", body, 30, &ans);
     json_decref(body);
@@ -219,23 +264,67 @@ static int cmd_revoke(const llmr_router_client *c, const char *what)
     return rc;
 }
 
+/* PATCH /v0/keys/ID with the limits given. */
+static int cmd_limits(const llmr_router_client *c, const char *what, json_t *limits, bool as_json)
+{
+    llmr_router_answer ans, up;
+    json_t *keys = fetch_keys(c, &ans);
+    if (!keys)
+        return LLMR_EXIT_FAILED;
+    int rc = LLMR_EXIT_FAILED;
+    const char *id = find_key(keys, what);
+    char path[320];
+    json_t *body = json_pack("{s:O}", "limits", limits);
+    if (id && body && (size_t)snprintf(path, sizeof path, "/v0/keys/%s", id) < sizeof path &&
+        llmr_router_request(c, "PATCH", path, body, 30, &up)) {
+        if (up.status != 200) {
+            llmr_router_print_refusal(c, &up, "changing the key's limits", true);
+        } else if (as_json) {
+            print_body(&up);
+            rc = LLMR_EXIT_OK;
+        } else {
+            json_t *l = json_object_get(up.json, "limits");
+            printf("key %s:", id);
+            for (int i = 0; i < 3; i++) {
+                json_t *v = json_object_get(l, LIMIT_NAMES[i]);
+                if (json_is_integer(v))
+                    printf(" %s %lld", LIMIT_FLAGS[i] + 2, (long long)json_integer_value(v));
+                else
+                    printf(" %s default", LIMIT_FLAGS[i] + 2);
+            }
+            putchar('\n');
+            rc = LLMR_EXIT_OK;
+        }
+        llmr_router_answer_free(&up);
+    }
+    json_decref(body);
+    json_decref(keys);
+    llmr_router_answer_free(&ans);
+    return rc;
+}
+
 static int run(int argc, char **argv, const llmr_config *cfg)
 {
     const char *sub = argc > 1 ? argv[1] : NULL;
-    if (!sub || (strcmp(sub, "list") && strcmp(sub, "create") && strcmp(sub, "revoke"))) {
+    if (!sub || (strcmp(sub, "list") && strcmp(sub, "create") && strcmp(sub, "revoke") && strcmp(sub, "limits"))) {
         if (sub)
             llmr_cli_error(CMD, "unknown subcommand \"%s\"; see llmr keys --help", sub);
         else
-            llmr_cli_error(CMD, "say list, create or revoke; see llmr keys --help");
+            llmr_cli_error(CMD, "say list, create, limits or revoke; see llmr keys --help");
         return LLMR_EXIT_USAGE;
     }
     llmr_router_client c;
     llmr_router_client_init(&c, CMD);
     bool all = false, as_json = false, bad = false;
     const char *scopes = NULL, *arg = NULL;
+    limit_args la = {{NULL, NULL, NULL}};
+    bool takes_limits = !strcmp(sub, "create") || !strcmp(sub, "limits");
     for (int i = 2; i < argc && !bad; i++) {
         if (llmr_router_client_option(&c, argc, argv, &i, &bad) ||
-            (!strcmp(sub, "create") && llmr_cli_option(argc, argv, &i, "--scopes", &scopes, &bad))) {
+            (!strcmp(sub, "create") && llmr_cli_option(argc, argv, &i, "--scopes", &scopes, &bad)) ||
+            (takes_limits && (llmr_cli_option(argc, argv, &i, "--rpm", &la.v[0], &bad) ||
+                              llmr_cli_option(argc, argv, &i, "--concurrent", &la.v[1], &bad) ||
+                              llmr_cli_option(argc, argv, &i, "--tpm", &la.v[2], &bad)))) {
             continue;
         } else if (!strcmp(argv[i], "--json") && strcmp(sub, "revoke")) {
             as_json = true;
@@ -259,13 +348,26 @@ static int run(int argc, char **argv, const llmr_config *cfg)
         llmr_cli_error(CMD, "--scopes needs one or more of inference, node and admin");
         return LLMR_EXIT_USAGE;
     }
-    if (!llmr_router_client_finish(&c, cfg))
+    json_t *limits = NULL;
+    if (!limits_object(&la, &limits))
         return LLMR_EXIT_USAGE;
-    if (!strcmp(sub, "list"))
-        return cmd_list(&c, all, as_json);
-    if (!strcmp(sub, "create"))
-        return cmd_create(&c, arg, scopes ? scopes : "inference", as_json);
-    return cmd_revoke(&c, arg);
+    if (!strcmp(sub, "limits") && !limits) {
+        llmr_cli_error(CMD, "limits needs one or more of --rpm, --concurrent and --tpm");
+        return LLMR_EXIT_USAGE;
+    }
+    int rc;
+    if (!llmr_router_client_finish(&c, cfg))
+        rc = LLMR_EXIT_USAGE;
+    else if (!strcmp(sub, "list"))
+        rc = cmd_list(&c, all, as_json);
+    else if (!strcmp(sub, "create"))
+        rc = cmd_create(&c, arg, scopes ? scopes : "inference", limits, as_json);
+    else if (!strcmp(sub, "limits"))
+        rc = cmd_limits(&c, arg, limits, as_json);
+    else
+        rc = cmd_revoke(&c, arg);
+    json_decref(limits);
+    return rc;
 }
 
-const llmr_command llmr_cmd_keys = {"keys", "list, create or revoke a running router's API keys", run, help};
+const llmr_command llmr_cmd_keys = {"keys", "list, create, limit or revoke a running router's API keys", run, help};

@@ -22,6 +22,7 @@ static void help(FILE *out)
             "                 [--node-name NAME] [--api-key KEY] [--allow-cpu]\n"
             "                 [--origin-allowlist HOSTS] [--prefer-origin] [--heartbeat SECONDS]\n"
             "                 [--no-http] [--engine-options JSON] [--cors-origins LIST]\n"
+            "                 [--default-max-tokens N] [--shutdown-grace SECONDS]\n"
             "       llmr node status [--json]\n"
             "       llmr node metrics\n"
             "       llmr node reload-plugins\n"
@@ -33,7 +34,9 @@ static void help(FILE *out)
             "directories (--plugin-dirs; by default DATA_DIR/engines and the engines\n"
             "installed with llmr), the models under DATA_DIR/models (each loaded on its\n"
             "first request, in a worker process of its own), and a control socket at\n"
-            "DATA_DIR/run/node.sock.  SIGHUP reloads the plugins; SIGINT or SIGTERM stops.\n\n"
+            "DATA_DIR/run/node.sock.  SIGHUP reloads the plugins; SIGINT or SIGTERM stops:\n"
+            "no new connection or request is taken, running requests have --shutdown-grace\n"
+            "seconds (default 30) to finish, then end (a stream with an error event).\n\n"
             "It serves the OpenAI API on --host and --port (port 0: any free port, written to\n"
             "DATA_DIR/run/http.port): POST /v1/chat/completions and /v1/completions (plain\n"
             "and streamed), GET /v1/models and /v1/models/ID, /health and /metrics\n"
@@ -44,6 +47,9 @@ static void help(FILE *out)
             "  --api-key KEY         clients must send \"Authorization: Bearer KEY\"\n"
             "                        (or LLMR_API_KEY); default: no key\n"
             "  --no-http             no HTTP API, the control socket only\n"
+            "  --default-max-tokens N  what a request without max_tokens (or with\n"
+            "                        max_tokens: null) generates at most (default 8192)\n"
+            "  --shutdown-grace S    how long running requests may go on at a stop\n"
             "  --cors-origins LIST   origins a browser app may call the API from,\n"
             "                        comma-separated, or * (or LLMR_CORS_ORIGINS); default:\n"
             "                        no CORS\n"
@@ -454,6 +460,24 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
             o.prefer_origin = true;
         } else if (!strcmp(a, "--no-http")) {
             o.no_http = true;
+        } else if (!strcmp(a, "--shutdown-grace")) {
+            char *end = NULL;
+            unsigned long n = i + 1 < argc ? strtoul(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || !end || *end || argv[i + 1][0] == '-' || n > 86400) {
+                llmr_cli_error("node", "--shutdown-grace needs a whole number of seconds up to 86400");
+                return LLMR_EXIT_USAGE;
+            }
+            o.shutdown_grace_s = (unsigned)n;
+            i++;
+        } else if (!strcmp(a, "--default-max-tokens")) {
+            char *end = NULL;
+            unsigned long n = i + 1 < argc ? strtoul(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || !end || *end || argv[i + 1][0] == '-' || n < 1 || n > 10000000) {
+                llmr_cli_error("node", "--default-max-tokens needs a whole number of tokens from 1 to 10000000");
+                return LLMR_EXIT_USAGE;
+            }
+            o.default_max_tokens = (unsigned)n;
+            i++;
         } else if (!strcmp(a, "--heartbeat")) {
             char *end = NULL;
             double secs = i + 1 < argc ? strtod(argv[i + 1], &end) : 0;

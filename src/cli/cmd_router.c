@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "common/log.h"
@@ -11,7 +12,9 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: llmr router [--no-auth] [--artifact-allowlist ORGS] [--cors-origins LIST]\n"
-            "                   [--node-url-allow NETS] [--node-offline S] [--node-expire S]\n\n"
+            "                   [--node-url-allow NETS] [--node-offline S] [--node-expire S]\n"
+            "                   [--key-rpm N] [--key-concurrent N] [--key-tpm N]\n"
+            "                   [--shutdown-grace SECONDS] [--node-max-outstanding N]\n\n"
             "Runs the router on --host and --port: the OpenAI API (/v1) in front of the nodes\n"
             "that register with it, model registration and manifests, node registration and\n"
             "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
@@ -22,8 +25,19 @@ static void help(FILE *out)
             "x-request-id, passed to the node, and written with an access line to the log\n"
             "(--log-format json: JSON lines) and to the request log (GET /v0/requests).\n"
             "GET /metrics (no key) is Prometheus text: requests by model, node and status,\n"
-            "latency, the queue, the nodes (docs/router.md, \"Metrics\").\n\n"
-            "  --no-auth                 no keys checked (only on a loopback address)\n"
+            "latency, the queue, the nodes (docs/router.md, \"Metrics\").  Admin actions\n"
+            "(who, what, when, the result) go to the audit log: GET /v0/audit, llmr audit.\n"
+            "DATA_DIR is made mode 0700 and router.db 0600.\n\n"
+            "  --no-auth                 no keys checked (only on a loopback address); then\n"
+            "                            only requests to localhost, 127.0.0.1 or [::1] are\n"
+            "                            answered, and a write from another web origin than\n"
+            "                            the router's own or --cors-origins' is refused\n"
+            "  --key-rpm N, --key-concurrent N, --key-tpm N\n"
+            "                            the limits of a key that has none of its own:\n"
+            "                            requests per minute, requests at once (waiting ones\n"
+            "                            included), tokens per minute; over one a request\n"
+            "                            gets 429 with Retry-After (default 0: no limit;\n"
+            "                            llmr keys create|limits sets a key's own)\n"
             "  --cors-origins LIST       origins a browser app may call from, comma-separated,\n"
             "                            or * (or LLMR_CORS_ORIGINS); default: no CORS\n"
             "  --artifact-allowlist ORGS the publishers whose GPU artifacts become optional\n"
@@ -34,7 +48,12 @@ static void help(FILE *out)
             "  --node-offline S          a node without a heartbeat for S seconds gets no\n"
             "                            requests (default 15)\n"
             "  --node-expire S           and is removed after S seconds (default 600; 0: never)\n"
-            "SIGINT or SIGTERM stops it.\n");
+            "  --node-max-outstanding N  requests sent to one node at once; more wait in\n"
+            "                            the queue (default 256)\n"
+            "SIGINT or SIGTERM stops it: it stops accepting, lets running requests finish\n"
+            "for up to --shutdown-grace seconds (default 30), then ends the streams still\n"
+            "open with an error event (a request still waiting for a node gets one at once).\n"
+            "A second signal stops it at once.\n");
 }
 
 static int run(int argc, char **argv, const llmr_config *cfg)
@@ -66,6 +85,27 @@ static int run(int argc, char **argv, const llmr_config *cfg)
                 o.node_offline_ms = (unsigned)(s * 1000);
             else
                 o.node_expire_ms = (unsigned)(s * 1000);
+        } else if ((!strcmp(argv[i], "--key-rpm") || !strcmp(argv[i], "--key-concurrent") ||
+                    !strcmp(argv[i], "--key-tpm") || !strcmp(argv[i], "--shutdown-grace") ||
+                    !strcmp(argv[i], "--node-max-outstanding")) &&
+                   i + 1 < argc) {
+            char *end = NULL;
+            const char *flag = argv[i], *v = argv[++i];
+            unsigned long n = strtoul(v, &end, 10);
+            if (!*v || *end || *v == '-' || n > 1000000000ul) {
+                llmr_cli_error("router", "%s takes a whole number, not \"%s\"", flag, v);
+                return LLMR_EXIT_USAGE;
+            }
+            unsigned *to = !strcmp(flag, "--key-rpm")          ? &o.key_requests_per_minute
+                           : !strcmp(flag, "--key-concurrent") ? &o.key_concurrent_requests
+                           : !strcmp(flag, "--key-tpm")        ? &o.key_tokens_per_minute
+                           : !strcmp(flag, "--shutdown-grace") ? &o.shutdown_grace_s
+                                                               : &o.node_max_outstanding;
+            if (to == &o.node_max_outstanding && n == 0) {
+                llmr_cli_error("router", "--node-max-outstanding takes 1 or more");
+                return LLMR_EXIT_USAGE;
+            }
+            *to = (unsigned)n;
         } else {
             llmr_cli_error("router", "unexpected argument \"%s\"; see llmr router --help", argv[i]);
             return LLMR_EXIT_USAGE;
@@ -88,7 +128,21 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     int sig = 0;
     while (sigwait(&waited, &sig) != 0)
         ;
-    llmr_log_info("router", "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    llmr_log_info("router", "%s: stopping; running requests have %u s to finish (a second signal stops at once)",
+                  sig == SIGINT ? "SIGINT" : "SIGTERM", o.shutdown_grace_s);
+    llmr_router_drain(r);
+    struct timespec poll = {0, 100 * 1000000L};
+    for (unsigned waited_ms = 0; !llmr_router_idle(r, 0); waited_ms += 100) {
+        if (waited_ms >= o.shutdown_grace_s * 1000u) {
+            llmr_log_warn("router", "requests still running after %u s: they end now with an error",
+                          o.shutdown_grace_s);
+            break;
+        }
+        if (sigtimedwait(&waited, NULL, &poll) > 0) {
+            llmr_log_warn("router", "a second signal: stopping now");
+            break;
+        }
+    }
     llmr_router_stop(r);
     llmr_strbuf_free(&err);
     return LLMR_EXIT_OK;

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <spawn.h>
@@ -56,7 +57,9 @@ static void help(FILE *out)
             "  LLMR_ENGINE_OPTIONS  a JSON object of load options for every model the node\n"
             "              loads, as for `llmr node --engine-options`\n"
             "  --check     report the models under DATA_DIR/models and exit\n"
-            "SIGINT or SIGTERM stops it.\n");
+            "SIGINT or SIGTERM stops it gracefully: no new request is taken, running ones\n"
+            "have 30 s to finish, then end (a stream with an error event; a second signal\n"
+            "stops at once).\n");
 }
 
 /* ---- --check: the report ---------------------------------------------------------- */
@@ -272,6 +275,7 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
     no.node_name = "local";
     no.allow_cpu = true;
     no.heartbeat_ms = 1000;
+    no.shutdown_grace_s = 0; /* the router's grace covers its node's requests */
     /* the engines' load options, as `llmr node` takes them from the environment */
     const char *engine_options = getenv("LLMR_ENGINE_OPTIONS");
     no.engine_options = engine_options && *engine_options ? engine_options : NULL;
@@ -295,9 +299,18 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
             llmr_node_reload(node);
             continue;
         }
-        llmr_log_info("serve", "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        llmr_log_info("serve", "%s: stopping; running requests have %u s to finish (a second signal stops at once)",
+                      sig == SIGINT ? "SIGINT" : "SIGTERM", ro.shutdown_grace_s);
         break;
     }
+    /* gracefully: the router takes no new request, the running ones finish or the
+     * grace ends (docs/router.md, "Stopping") */
+    llmr_router_drain(r);
+    struct timespec poll = {0, 100 * 1000000L};
+    for (unsigned waited_ms = 0; !llmr_router_idle(r, 0) && waited_ms < ro.shutdown_grace_s * 1000u;
+         waited_ms += 100)
+        if (sigtimedwait(&waited, NULL, &poll) > 0)
+            break;
     rc = LLMR_EXIT_OK;
 done:
     llmr_node_stop(node);

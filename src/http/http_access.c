@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "http/http_internal.h"
 
-enum { S_SERVICE, S_ID, S_METHOD, S_PATH, S_MODEL, S_NODE, S_KEY, S_RESPONSE, S_ERROR, S_COUNT };
+enum { S_SERVICE, S_ID, S_METHOD, S_PATH, S_MODEL, S_NODE, S_KEY, S_RESPONSE, S_ERROR, S_TARGET, S_COUNT };
 
 struct http_access {
     char *s[S_COUNT];
@@ -65,6 +65,7 @@ void http_access_note(http_access *a, const llmr_http_note *n)
     set(a, S_KEY, n->key_id);
     set(a, S_RESPONSE, n->response_id);
     set(a, S_ERROR, n->error);
+    set(a, S_TARGET, n->target);
     a->quiet = a->quiet || n->quiet;
     if (n->usage) {
         a->prompt_tokens = n->prompt_tokens;
@@ -94,7 +95,7 @@ void http_access_finish(http_access *a, unsigned status, bool client_gone)
     if (a->on_done) {
         llmr_http_done d = {a->s[S_ID], a->s[S_METHOD], a->s[S_PATH], status, a->s[S_MODEL], a->s[S_NODE],
                             a->s[S_KEY], a->s[S_RESPONSE], a->s[S_ERROR], a->prompt_tokens,
-                            a->completion_tokens, a->ttft_ms, duration_ms, a->arrival_unix_ms};
+                            a->completion_tokens, a->ttft_ms, duration_ms, a->arrival_unix_ms, a->s[S_TARGET]};
         a->on_done(a->done_user, &d);
     }
     for (int k = 0; k < S_COUNT; k++)

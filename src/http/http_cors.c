@@ -10,7 +10,7 @@
 /* What a preflight is told.  The headers are what the OpenAI SDKs send (the Stainless
  * ones, OpenAI-*) and what llmr reads (X-Request-Id); Max-Age is the most Chromium
  * keeps. */
-#define ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
+#define ALLOW_METHODS "GET, POST, PATCH, DELETE, OPTIONS"
 #define ALLOW_HEADERS                                                                                    \
     "Authorization, Content-Type, Accept, OpenAI-Organization, OpenAI-Project, OpenAI-Beta, "           \
     "X-Request-Id, X-Stainless-Arch, X-Stainless-Lang, X-Stainless-OS, X-Stainless-Package-Version, "   \

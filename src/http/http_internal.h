@@ -42,5 +42,9 @@ struct MHD_Response *llmr_http_stream_open(struct MHD_Connection *conn,
                                            const atomic_bool *stopping,
                                            llmr_http_close_fn on_close, void *user,
                                            llmr_http_stream **out);
+/* The server's count of streams not yet freed (llmr_http_server_drain waits for it)
+ * and the most bytes a stream queues for its client (0: the default): what the two
+ * calls above share with every stream the server opens after. */
+void http_stream_set_server(llmr_http_stream *s, atomic_uint *open_streams, size_t queue_max);
 
 #endif

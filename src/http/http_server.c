@@ -43,6 +43,9 @@ struct llmr_http_server {
     size_t max_body;
     unsigned port;
     atomic_bool stopping; /* streams' readers give up when set */
+    atomic_uint open_streams; /* streams not freed yet (llmr_http_server_drain) */
+    size_t stream_queue_max;
+    MHD_socket quiesced;  /* the listening socket after llmr_http_server_quiesce */
     char *service;        /* the access log's name, or NULL */
     llmr_http_done_fn on_done;
     void *done_user;
@@ -70,6 +73,7 @@ typedef struct reply_header {
 struct llmr_http_reply {
     struct MHD_Connection *conn;
     const atomic_bool *stopping;
+    llmr_http_server *srv;
     struct MHD_Response *response; /* set by the first reply call */
     unsigned status;
     reply_header *headers;
@@ -227,6 +231,8 @@ llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
     struct MHD_Response *resp = llmr_http_stream_open(r->conn, r->stopping, on_close, user, &s);
     if (!resp)
         return NULL;
+    if (r->srv)
+        http_stream_set_server(s, &r->srv->open_streams, r->srv->stream_queue_max);
     if (r->access) { /* the stream's end finishes the record */
         http_stream_take_access(s, r->access, status);
         r->access = NULL;
@@ -292,7 +298,7 @@ static enum MHD_Result send_error(llmr_http_server *srv, request_ctx *rq, struct
                                   const char *url, const char *method, unsigned status,
                                   const char *type, const char *code, const char *message)
 {
-    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping, .request_id = rq->request_id,
+    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping, .srv = srv, .request_id = rq->request_id,
                          .access = access_new(srv, rq, conn, url, method)};
     llmr_http_reply_error(&r, status, type, NULL, code, message);
     enum MHD_Result ret = send_reply(conn, &r);
@@ -368,7 +374,7 @@ static enum MHD_Result answer(llmr_http_server *srv, request_ctx *rq,
         .conn = conn,
         .request_id = rq->request_id,
     };
-    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping, .request_id = rq->request_id,
+    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping, .srv = srv, .request_id = rq->request_id,
                          .access = access_new(srv, rq, conn, url, method)};
     llmr_log_set_request_id(rq->request_id);
     srv->handler(srv->user, &req, &r);
@@ -563,10 +569,13 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
         return LLMR_OOM_RAM;
     }
     atomic_init(&srv->stopping, false);
+    atomic_init(&srv->open_streams, 0);
+    srv->stream_queue_max = o->stream_queue_max;
+    srv->quiesced = MHD_INVALID_SOCKET;
     /* poll, not select: select cannot watch descriptors past FD_SETSIZE (1024), which a
      * router with hundreds of streams (each with its connection to a node) reaches */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC; /* ITC: llmr_http_server_quiesce */
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_DUAL_STACK; /* "::" takes IPv4 clients too */
     srv->daemon = MHD_start_daemon(
@@ -597,6 +606,34 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
 unsigned llmr_http_server_port(const llmr_http_server *s)
 {
     return s ? s->port : 0;
+}
+
+void llmr_http_server_quiesce(llmr_http_server *s)
+{
+    if (!s || s->quiesced != MHD_INVALID_SOCKET)
+        return;
+    s->quiesced = MHD_quiesce_daemon(s->daemon);
+    if (s->quiesced != MHD_INVALID_SOCKET) {
+        /* new connections are refused, not left waiting: shut down first, which a
+         * listening socket's poll in the daemon's thread sees at once (a close alone
+         * would leave it listening until that poll returns) */
+        shutdown(s->quiesced, SHUT_RDWR);
+        close(s->quiesced);
+    }
+    else
+        llmr_log_warn(COMPONENT, "the server could not stop accepting connections early");
+}
+
+bool llmr_http_server_drain(llmr_http_server *s, uint64_t deadline_ms)
+{
+    for (;;) {
+        if (atomic_load(&s->open_streams) == 0)
+            return true;
+        if (llmr_now_ms() >= deadline_ms)
+            return false;
+        struct timespec nap = {0, 20 * 1000000L};
+        nanosleep(&nap, NULL);
+    }
 }
 
 void llmr_http_server_stop(llmr_http_server *s)

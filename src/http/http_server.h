@@ -16,7 +16,8 @@
  *
  * The reply functions are called from the handler, before it returns.  A second
  * reply to one request is ignored (with a warning).  llmr_http_server_stop waits for
- * handlers that are running to return.
+ * handlers that are running to return.  A stream's queue is bounded
+ * (options.stream_queue_max): a client that reads too slowly is cut.
  *
  * Every request has an id (req->request_id): the client's x-request-id header when it
  * is a valid one (llmr_request_id_valid), else a new one.  The id is the calling
@@ -76,6 +77,7 @@ typedef struct llmr_http_done {
     double duration_ms;        /* from the request line to the answer made or the
                                   stream ended */
     int64_t arrival_unix_ms;
+    const char *target;        /* what an admin action made (llmr_http_note), or NULL */
 } llmr_http_done;
 typedef void (*llmr_http_done_fn)(void *user, const llmr_http_done *d);
 
@@ -90,6 +92,8 @@ typedef struct llmr_http_note {
                                   that ended in an error: its 200 went out first) */
     bool quiet;                /* routine (a heartbeat): its access line, unless an
                                   error, at debug level, as for GET /health and /metrics */
+    const char *target;        /* what an admin action made or changed, for the router's
+                                  audit log: a new key's id, a registered model's name */
 } llmr_http_note;
 
 typedef void (*llmr_http_handler)(void *user, const llmr_http_request *req, llmr_http_reply *reply);
@@ -106,6 +110,9 @@ typedef struct llmr_http_server_options {
                                 "node"); NULL: no access log */
     llmr_http_done_fn on_done; /* NULL: none; runs on any thread */
     void *done_user;
+    size_t stream_queue_max; /* bytes a stream may hold unread by a slow client; past it
+                                the client is cut (a log line says so) and writes fail;
+                                0: 16 MiB */
 } llmr_http_server_options;
 
 void llmr_http_server_options_default(llmr_http_server_options *o);
@@ -115,6 +122,11 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
                                    llmr_strbuf *err);
 /* The port it listens on (the chosen one when options asked for 0). */
 unsigned llmr_http_server_port(const llmr_http_server *s);
+/* Stops accepting new connections (a client trying gets refused); the open ones go on. */
+void llmr_http_server_quiesce(llmr_http_server *s);
+/* Waits until every stream opened has ended and been sent (or its client left), or
+ * until the CLOCK_MONOTONIC millisecond deadline_ms: true when none is left. */
+bool llmr_http_server_drain(llmr_http_server *s, uint64_t deadline_ms);
 /* Stops accepting, closes connections (open streams see on_close), frees. */
 void llmr_http_server_stop(llmr_http_server *s);
 
@@ -155,7 +167,8 @@ llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
                                          llmr_http_close_fn on_close, void *user);
 /* Queues bytes to send (copied); false once the client has gone (or the server
  * stops).  Any thread; never blocks on the client: the queue grows while the client
- * is slower than the writer. */
+ * is slower than the writer, up to options.stream_queue_max bytes unread; a write past
+ * that cuts the client (its connection closes, a warning is logged) and returns false. */
 bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len);
 /* Ends the stream after what was queued; s is not used after.  Any thread, once.
  * When on_close is running on another thread it waits for it to return (so user

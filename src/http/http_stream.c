@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "common/strbuf.h"
 #include "http/http_internal.h"
 
@@ -29,6 +30,8 @@
 #define STREAM_BLOCK (16 * 1024)
 /* Bytes already sent are dropped from the queue's front once there are this many. */
 #define STREAM_COMPACT (64 * 1024)
+/* A client that lets more than this wait unread is cut (llmr_http_server_options). */
+#define STREAM_QUEUE_MAX_DEFAULT ((size_t)16 << 20)
 
 struct llmr_http_stream {
     pthread_mutex_t lock;
@@ -48,6 +51,10 @@ struct llmr_http_stream {
     const atomic_bool *stopping;
     http_access *access;        /* the request's record, finished at the end */
     unsigned status;            /* the status the stream was sent with */
+    atomic_uint *open_streams;  /* the server's count of streams its connections still
+                                   send (NULL: none, or released already) */
+    size_t queue_max;           /* bytes unread at most */
+    bool too_slow;              /* cut for that: said once in the log */
 };
 
 static void stream_free(llmr_http_stream *s)
@@ -147,6 +154,10 @@ static void stream_response_released(void *cls)
     pthread_mutex_lock(&s->lock);
     s->gone = true;
     s->conn = NULL;
+    if (s->open_streams) /* sent, or its client left: the server no longer waits for it
+                            (and may be freed before the producer ends the stream) */
+        atomic_fetch_sub(s->open_streams, 1);
+    s->open_streams = NULL;
     bool call = !s->ended && !s->close_called && s->on_close;
     if (call) {
         s->close_called = true;
@@ -192,6 +203,7 @@ struct MHD_Response *llmr_http_stream_open(struct MHD_Connection *conn,
     }
     llmr_strbuf_init(&s->queue);
     s->owners = 2;
+    s->queue_max = STREAM_QUEUE_MAX_DEFAULT;
     s->on_close = on_close;
     s->user = user;
     s->conn = conn;
@@ -211,6 +223,16 @@ bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len)
     if (!s)
         return false;
     pthread_mutex_lock(&s->lock);
+    if (!s->gone && !s->ended && s->queue.len - s->head + len > s->queue_max) {
+        s->gone = true; /* the client reads too slowly: its stream is cut */
+        s->too_slow = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        llmr_log_warn("http", "a client reads a stream too slowly: %zu bytes wait unread (at most %zu): its "
+                              "connection is closed",
+                      s->queue.len - s->head, s->queue_max);
+        return false;
+    }
     bool ok = !s->gone && !s->ended && llmr_strbuf_append(&s->queue, data, len);
     if (!ok && llmr_strbuf_failed(&s->queue))
         s->gone = true; /* out of memory: the client cannot get a whole stream */
@@ -218,6 +240,17 @@ bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len)
         pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
     return ok;
+}
+
+void http_stream_set_server(llmr_http_stream *s, atomic_uint *open_streams, size_t queue_max)
+{
+    pthread_mutex_lock(&s->lock);
+    s->open_streams = open_streams;
+    if (open_streams)
+        atomic_fetch_add(open_streams, 1);
+    if (queue_max)
+        s->queue_max = queue_max;
+    pthread_mutex_unlock(&s->lock);
 }
 
 void http_stream_take_access(llmr_http_stream *s, http_access *a, unsigned status)

@@ -33,13 +33,16 @@ struct llmr_node_http {
     llmr_http_cors *cors;     /* NULL: no CORS */
     pthread_mutex_t lock;     /* active, stopping */
     gen *active;              /* generations under way (cancelled at stop) */
-    bool stopping;
+    bool stopping;            /* the requests left are being cancelled */
+    bool draining;            /* llmr_node_http_stop has begun: no new generation */
+    unsigned shutdown_grace_s;
     llmr_engine_host *host;
     llmr_node_prompts *prompts;
     llmr_node_metrics metrics;
     char *api_key, *node_name;
     bool router_linked;
     char *router_secret;      /* under lock */
+    unsigned default_max_tokens; /* for a request without max_tokens */
     int64_t started; /* "created" of the models */
 };
 
@@ -469,7 +472,21 @@ static void resp_stream_end(gen *g)
 
 static void stream_end(gen *g)
 {
-    if (g->resp) {
+    pthread_mutex_lock(&g->n->lock);
+    bool stopped = g->n->stopping; /* cancelled by the node's stop, not by its client */
+    pthread_mutex_unlock(&g->n->lock);
+    static const char CUT[] = "This node is shutting down: the answer was cut before its end.";
+    bool cut = g->status == LLMR_CANCELLED && stopped && !g->gone;
+    if (cut && g->resp) {
+        json_t *events = json_array();
+        llmr_oai_resp_out_fail(g->resp, "server_shutting_down", CUT, events);
+        send_events(g, events);
+        json_decref(events);
+    } else if (cut) { /* an error event, never a bare [DONE] that looks like a success */
+        llmr_oai_error e;
+        llmr_oai_error_set(&e, 503, "server_error", "server_shutting_down", NULL, "%s", CUT);
+        send_chunk(g, llmr_oai_error_json(&e));
+    } else if (g->resp) {
         resp_stream_end(g);
     } else if (g->status != LLMR_OK && g->status != LLMR_CANCELLED) {
         llmr_oai_error e;
@@ -793,6 +810,20 @@ static void handle_generate(llmr_node_http *n, llmr_endpoint ep, const llmr_http
         reply_error(n, reply, ep, &e);
         return;
     }
+    pthread_mutex_lock(&n->lock);
+    bool draining = n->draining;
+    pthread_mutex_unlock(&n->lock);
+    if (draining) {
+        llmr_oai_error_set(&e, 503, "server_error", "server_shutting_down", NULL,
+                           "This node is shutting down: the request was not started. Try again shortly.");
+        llmr_http_reply_header(reply, "Retry-After", "5");
+        reply_error(n, reply, ep, &e);
+        if (ep == LLMR_EP_RESPONSES)
+            llmr_oai_responses_free(&rs);
+        else
+            llmr_oai_request_free(&r);
+        return;
+    }
     if (ep == LLMR_EP_RESPONSES) {
         r = rs.chat;
         memset(&rs.chat, 0, sizeof rs.chat);
@@ -877,7 +908,7 @@ static void handle_generate(llmr_node_http *n, llmr_endpoint ep, const llmr_http
     gr.params = llmr_engine_request_default_params();
     gr.params.prompt = (const int32_t *)ids.data;
     gr.params.prompt_len = (uint32_t)ids.count;
-    gr.params.max_tokens = r.max_tokens_set ? r.max_tokens : 0;
+    gr.params.max_tokens = r.max_tokens_set ? r.max_tokens : n->default_max_tokens; /* never "to the end" */
     gr.params.temperature = (float)r.temperature;
     gr.params.top_p = (float)r.top_p;
     gr.params.top_k = r.top_k;
@@ -1103,8 +1134,9 @@ llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_ho
     llmr_http_server_options_default(&so);
     so.host = o->host;
     so.port = o->port;
-    if (o->max_body)
-        so.max_body = o->max_body;
+    so.max_body = o->max_body ? o->max_body : LLMR_NODE_MAX_BODY;
+    n->default_max_tokens = o->default_max_tokens ? o->default_max_tokens : LLMR_NODE_DEFAULT_MAX_TOKENS;
+    n->shutdown_grace_s = o->shutdown_grace_s;
     /* a router sends up to 256 requests at once (its node_max_outstanding), each on a
      * connection of its own; room for that, several routers and direct clients */
     so.max_connections = 1024;
@@ -1149,7 +1181,20 @@ void llmr_node_http_stop(llmr_node_http *n)
         return;
     /* End what is under way first: the server waits for its handlers, and a handler
      * waits for its generation. */
+    /* Gracefully first: no new connection nor generation, and the running ones have
+     * shutdown_grace_s to finish (docs/node.md, "Stopping"). */
+    llmr_http_server_quiesce(n->srv);
     pthread_mutex_lock(&n->lock);
+    n->draining = true;
+    uint64_t deadline = llmr_now_ms() + (uint64_t)n->shutdown_grace_s * 1000u;
+    while (n->active && llmr_now_ms() < deadline) {
+        pthread_mutex_unlock(&n->lock);
+        llmr_sleep_ms(50);
+        pthread_mutex_lock(&n->lock);
+    }
+    if (n->active)
+        llmr_log_warn(COMPONENT, "requests still running after %u s: they end now with an error",
+                      n->shutdown_grace_s);
     n->stopping = true;
     size_t count = 0;
     for (gen *g = n->active; g; g = g->next)
@@ -1162,6 +1207,16 @@ void llmr_node_http_stop(llmr_node_http *n)
     for (size_t i = 0; i < count; i++)
         llmr_engine_host_cancel(n->host, ids[i]);
     free(ids);
+    /* the cancelled streams end with their error event: sent before the server stops */
+    uint64_t until = llmr_now_ms() + 5000;
+    pthread_mutex_lock(&n->lock);
+    while (n->active && llmr_now_ms() < until) {
+        pthread_mutex_unlock(&n->lock);
+        llmr_sleep_ms(20);
+        pthread_mutex_lock(&n->lock);
+    }
+    pthread_mutex_unlock(&n->lock);
+    llmr_http_server_drain(n->srv, llmr_now_ms() + 2000);
     llmr_http_server_stop(n->srv);
     llmr_http_cors_free(n->cors);
     llmr_node_metrics_destroy(&n->metrics);

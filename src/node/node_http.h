@@ -18,14 +18,27 @@ typedef struct llmr_node_http llmr_node_http;
 typedef struct llmr_node_http_options {
     const char *host;
     unsigned port;
-    size_t max_body;          /* bytes; default 8 MiB */
+    size_t max_body;          /* bytes; default LLMR_NODE_MAX_BODY */
     const char *api_key;      /* when set, requests need "Authorization: Bearer KEY" */
     bool router_linked;       /* the node serves a router: /v1 needs the credential the
                                  router gave at registration (llmr_node_http_set_router_secret)
                                  or api_key, even when api_key is NULL */
     const char *node_name;    /* owned_by in /v1/models */
     const char *cors_origins; /* origins browsers may call from (http/http_cors.h); NULL: none */
+    unsigned default_max_tokens; /* a request without max_tokens (or with null) generates at
+                                    most this many; 0: LLMR_NODE_DEFAULT_MAX_TOKENS */
+    unsigned shutdown_grace_s;   /* llmr_node_http_stop lets running requests finish this
+                                    long, then ends them (a stream with an error event);
+                                    0: at once */
 } llmr_node_http_options;
+/* A request with neither max_tokens nor max_completion_tokens (or with null) is not
+ * "to the end of the context": it gets this many at most, unless the node says
+ * otherwise (llmr node --default-max-tokens). */
+#define LLMR_NODE_DEFAULT_MAX_TOKENS 8192u
+/* The body a node takes: a router's (8 MiB at most from its client) arrives with the
+ * chat rendered beside its messages (LLMR_OAI_RENDERED_PROMPT) and the request text's
+ * ranges, so up to about twice that and more; room for it all. */
+#define LLMR_NODE_MAX_BODY ((size_t)32 << 20)
 
 llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_host *host,
                                  llmr_node_http **out, llmr_strbuf *err);

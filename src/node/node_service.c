@@ -157,6 +157,7 @@ void llmr_node_options_default(llmr_node_options *o)
     memset(o, 0, sizeof *o);
     o->origin_allowlist = "huggingface.co,hf.co";
     o->heartbeat_ms = 5000;
+    o->shutdown_grace_s = 30;
 }
 
 /* Writes the HTTP port to DATA_DIR/run/http.port (for scripts that started the node
@@ -268,7 +269,9 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
                                      .api_key = no->api_key,
                                      .router_linked = no->router_url != NULL,
                                      .node_name = node_name,
-                                     .cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS)};
+                                     .cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS),
+                                     .default_max_tokens = no->default_max_tokens,
+                                     .shutdown_grace_s = no->shutdown_grace_s};
         llmr_strbuf he = LLMR_STRBUF_INIT;
         st = llmr_node_http_start(&ho, n->host, &n->http, &he);
         if (st != LLMR_OK) {
@@ -361,8 +364,8 @@ int llmr_node_run(const llmr_config *cfg, const llmr_node_options *no)
             llmr_node_reload(n);
             continue;
         }
-        llmr_log_info(COMPONENT, "%s: stopping (running requests end CANCELLED)",
-                      sig == SIGINT ? "SIGINT" : "SIGTERM");
+        llmr_log_info(COMPONENT, "%s: stopping; running requests have %u s to finish",
+                      sig == SIGINT ? "SIGINT" : "SIGTERM", no->shutdown_grace_s);
         break;
     }
     llmr_node_stop(n);

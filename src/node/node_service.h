@@ -33,6 +33,10 @@ typedef struct llmr_node_options {
     unsigned heartbeat_ms;        /* default 5000 */
     const char *engine_options;   /* load options for every model the node adds (a JSON
                                      object, the engine's options_json); NULL: none */
+    unsigned default_max_tokens;  /* a request without max_tokens gets this many at most;
+                                     0: LLMR_NODE_DEFAULT_MAX_TOKENS (node_http.h) */
+    unsigned shutdown_grace_s;    /* at stop, running requests have this long to finish;
+                                     default 30 */
 } llmr_node_options;
 
 void llmr_node_options_default(llmr_node_options *o);
@@ -48,7 +52,8 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *o, 
 unsigned llmr_node_port(const llmr_node *n);
 /* Reloads the engine plugins (what SIGHUP does). */
 void llmr_node_reload(llmr_node *n);
-/* Stops everything; running requests end CANCELLED. */
+/* Stops everything: no new request, running ones have shutdown_grace_s to finish, then
+ * end CANCELLED (a stream with an error event). */
 void llmr_node_stop(llmr_node *n);
 
 /* Runs until SIGINT or SIGTERM; returns the exit code.  The HTTP API listens on the

@@ -1,5 +1,7 @@
-/* The router service: see router.h.  Options, the store, CORS (before anything else:
- * a browser's preflight carries no key), authentication, and the split of requests
+/* The router service: see router.h.  Options, the store, --no-auth's Host and Origin
+ * checks (http_local.h), CORS (before anything else but those: a browser's preflight
+ * carries no key), authentication (a key's scopes and limits), the audit log of admin
+ * actions (when their answers are done), the graceful stop, and the split of requests
  * between the dashboard's files (before authentication: they hold no secret;
  * router_dashboard.c), /v0 (router_admin.c) and /v1 (router_proxy.c).  The admin key
  * at start is router_bootstrap.c's. */
@@ -17,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "router/node_address.h"
+#include "http/http_local.h"
 
 #define COMPONENT "router"
 
@@ -37,6 +41,7 @@ void llmr_router_options_default(llmr_router_options *o)
     o->max_connections = 4096;
     o->queue_timeout_ms = 30000;
     o->max_body = 8u << 20;
+    o->shutdown_grace_s = 30;
 }
 
 uint64_t router_now_ms(void)
@@ -113,10 +118,38 @@ static bool logged(const llmr_http_done *d)
            ((d->method && strcmp(d->method, "POST") == 0) || d->status >= 400);
 }
 
-/* A request is done (the HTTP server's record): the request log and the metrics. */
+/* Whether an answer is an admin action for the audit log: a change under /v0 (not a
+ * node's heartbeat, nor a render, which changes nothing) by a caller who got past the
+ * key check (with a key, or with --no-auth: an unauthenticated flood writes nothing). */
+static bool audited(const llmr_router *r, const llmr_http_done *d)
+{
+    if (!d->path || !d->method || strncmp(d->path, "/v0/", 4) != 0 || !strcmp(d->method, "GET") ||
+        !strcmp(d->method, "HEAD") || !strcmp(d->method, "OPTIONS") || (!d->key_id && !r->o.no_auth))
+        return false;
+    size_t n = strlen(d->path);
+    return !(n > 10 && !strcmp(d->path + n - 10, "/heartbeat")) && !(n > 7 && !strcmp(d->path + n - 7, "/render"));
+}
+
+/* An admin action into the audit log: the store and the log. */
+static void audit(llmr_router *r, const llmr_http_done *d)
+{
+    llmr_store_audit a = {d->arrival_unix_ms, d->key_id, d->method, d->path, d->target, d->status, d->request_id};
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (llmr_store_audit_add(r->store, &a, &err) != LLMR_OK)
+        llmr_log_error("audit", "%s", llmr_strbuf_cstr(&err));
+    llmr_strbuf_free(&err);
+    llmr_log_info("audit", "%s %s%s%s by %s: %u (request %s)", d->method, d->path, d->target ? " -> " : "",
+                  d->target ? d->target : "", d->key_id ? d->key_id : "(no auth)", d->status,
+                  d->request_id ? d->request_id : "-");
+}
+
+/* A request is done (the HTTP server's record): the audit log, the request log and
+ * the metrics. */
 static void on_done(void *user, const llmr_http_done *d)
 {
     llmr_router *r = user;
+    if (audited(r, d))
+        audit(r, d);
     if (!logged(d))
         return;
     llmr_store_request row = {d->arrival_unix_ms, d->model, d->node, d->key_id, d->path, d->status,
@@ -129,6 +162,10 @@ static void on_done(void *user, const llmr_http_done *d)
 static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
 {
     llmr_router *r = user;
+    /* no keys: only local programs, never a web page a browser runs (http_local.h) */
+    if (r->o.no_auth && !llmr_http_local_guard(r->cors, r->o.host, r->srv ? llmr_http_server_port(r->srv) : r->o.port,
+                                               req, reply))
+        return;
     if (llmr_http_cors_handle(r->cors, req, reply))
         return; /* a browser's preflight: answered before any key is asked for */
     if (strcmp(req->path, "/health") == 0) {
@@ -141,7 +178,7 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
     }
     if (router_dashboard_route(req, reply))
         return;
-    router_caller c = {0, NULL};
+    router_caller c = {0, NULL, {LLMR_LIMIT_DEFAULT, LLMR_LIMIT_DEFAULT, LLMR_LIMIT_DEFAULT}};
     if (r->o.no_auth) {
         c.scopes = LLMR_SCOPE_INFERENCE | LLMR_SCOPE_NODE | LLMR_SCOPE_ADMIN;
     } else {
@@ -152,12 +189,18 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
                          "POST /v0/keys).");
             return;
         }
-        if (llmr_store_key_check(r->store, h + 7, &c.scopes, &c.key_id) != LLMR_OK) {
+        if (llmr_store_key_check_limits(r->store, h + 7, &c.scopes, &c.key_id, &c.limits) != LLMR_OK) {
             router_error(reply, 401, "invalid_request_error", "invalid_api_key",
                          "Incorrect API key provided, or the key was revoked.");
             return;
         }
     }
+    if (c.limits.requests_per_minute < 0)
+        c.limits.requests_per_minute = r->o.key_requests_per_minute;
+    if (c.limits.concurrent_requests < 0)
+        c.limits.concurrent_requests = r->o.key_concurrent_requests;
+    if (c.limits.tokens_per_minute < 0)
+        c.limits.tokens_per_minute = r->o.key_tokens_per_minute;
     llmr_http_reply_note(reply, &(llmr_http_note){.key_id = c.key_id});
     bool routed = strncmp(req->path, "/v0/", 4) == 0 ? router_admin_route(r, &c, req, reply)
                   : strncmp(req->path, "/v1/", 4) == 0 ? router_proxy_route(r, &c, req, reply)
@@ -201,19 +244,32 @@ static llmr_status private_data_dir(const char *dir, llmr_strbuf *err)
     return s;
 }
 
-/* router.db and its WAL files: mode 0600, an older world-readable one made so too
- * (SQLite gives the WAL files the database's mode). */
-static llmr_status private_db(const char *db, llmr_strbuf *err)
+/* The data directory and the store are the router's alone (keys' hashes, the request
+ * and audit logs): a directory made now gets mode 0700 (an existing one open to others
+ * is left, with a warning), and router.db is made 0600, or put back to 0600.  SQLite
+ * makes its -wal and -shm files with the database's mode. */
+static llmr_status private_files(const char *dir, bool dir_existed, const char *db, llmr_strbuf *err)
 {
+    struct stat st;
+    if (!dir_existed && chmod(dir, 0700) != 0)
+        llmr_log_warn(COMPONENT, "cannot make %s private (mode 0700): %s", dir, strerror(errno));
+    else if (dir_existed && stat(dir, &st) == 0 && (st.st_mode & 077))
+        llmr_log_warn(COMPONENT, "the data directory %s is open to other users (mode %03o); chmod 700 it",
+                      dir, (unsigned)(st.st_mode & 0777));
     int fd = open(db, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || fchmod(fd, 0600) != 0) {
-        llmr_strbuf_printf(err, "cannot open %s as a private file (mode 0600): %s", db, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0) {
+        llmr_strbuf_printf(err, "cannot open %s: %s", db, strerror(errno));
         return LLMR_IO;
     }
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077)) {
+        if (fchmod(fd, 0600) == 0)
+            llmr_log_info(COMPONENT, "%s was open to other users (mode %03o): now 0600", db,
+                          (unsigned)(st.st_mode & 0777));
+        else
+            llmr_log_warn(COMPONENT, "cannot make %s private (mode 0600): %s", db, strerror(errno));
+    }
     close(fd);
-    static const char *const side[] = {"-wal", "-shm"};
+    static const char *const side[] = {"-wal", "-shm"}; /* an older pair may be open */
     for (size_t i = 0; i < 2; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s%s", db, side[i]);
@@ -270,13 +326,15 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     llmr_status st = llmr_http_cors_new(r->o.cors_origins, &r->cors, err);
     if (st == LLMR_OK && !llmr_node_allow_valid(r->o.node_url_allow, err))
         st = LLMR_INVALID_ARGUMENT;
+    struct stat dir_st;
+    bool dir_existed = r->o.data_dir && stat(r->o.data_dir, &dir_st) == 0;
     if (st == LLMR_OK)
         st = private_data_dir(r->o.data_dir, err);
     char *db = st == LLMR_OK ? llmr_path_join(r->o.data_dir, "router.db") : NULL;
     if (st == LLMR_OK && !db)
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK)
-        st = private_db(db, err);
+        st = private_files(r->o.data_dir, dir_existed, db, err);
     if (st == LLMR_OK)
         st = llmr_store_open(db, &r->store, err);
     free(db);
@@ -286,9 +344,13 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK)
         llmr_node_registry_set_expire(r->nodes, r->o.node_expire_ms);
+    if (st == LLMR_OK) /* more wait in the queue (it was never passed on: no bound) */
+        llmr_node_registry_set_max_outstanding(r->nodes, r->o.node_max_outstanding);
     if (st == LLMR_OK && !(r->templates = router_templates_new()))
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK && !(r->metrics = router_metrics_new()))
+        st = LLMR_OOM_RAM;
+    if (st == LLMR_OK && !(r->limits = router_limits_new()))
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK) {
         llmr_http_server_options so;
@@ -318,17 +380,39 @@ unsigned llmr_router_port(const llmr_router *r)
     return llmr_http_server_port(r->srv);
 }
 
+void llmr_router_drain(llmr_router *r)
+{
+    if (atomic_exchange(&r->draining, true))
+        return;
+    llmr_http_server_quiesce(r->srv);
+    pthread_mutex_lock(&r->queue_lock); /* requests waiting for a node give up */
+    pthread_cond_broadcast(&r->queue_cond);
+    pthread_mutex_unlock(&r->queue_lock);
+    router_events_stop(r); /* the dashboard's event streams end */
+}
+
+bool llmr_router_idle(llmr_router *r, unsigned timeout_ms)
+{
+    return router_jobs_idle(r, router_now_ms() + timeout_ms);
+}
+
 void llmr_router_stop(llmr_router *r)
 {
     if (!r)
         return;
+    atomic_store(&r->draining, true);
     atomic_store(&r->stopping, true); /* requests waiting for a node give up */
     pthread_mutex_lock(&r->queue_lock);
     pthread_cond_broadcast(&r->queue_cond);
     pthread_mutex_unlock(&r->queue_lock);
     router_events_stop(r); /* the dashboard's event streams end */
-    if (r->srv)
+    if (r->srv) {
+        /* the jobs still running stop their nodes' transfers and end their streams with
+         * an error event; what they wrote reaches the clients before the server stops */
+        router_jobs_idle(r, router_now_ms() + 5000);
+        llmr_http_server_drain(r->srv, llmr_now_ms() + 2000);
         llmr_http_server_stop(r->srv); /* streams close: their jobs drop their nodes */
+    }
     router_jobs_wait(r);
     router_events_free(r);
     llmr_node_registry_free(r->nodes);
@@ -336,6 +420,7 @@ void llmr_router_stop(llmr_router *r)
     llmr_store_close(r->store);
     llmr_http_cors_free(r->cors);
     router_metrics_free(r->metrics);
+    router_limits_free(r->limits);
     pthread_mutex_destroy(&r->queue_lock);
     pthread_cond_destroy(&r->queue_cond);
     free_options(&r->o);

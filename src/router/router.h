@@ -5,12 +5,14 @@
  *   router.c         the service: options, the store, routing and authentication
  *   router_bootstrap.c  the admin key at start: the key file, LLMR_ADMIN_KEY
  *   router_admin.c   /v0: models (register, list, show, delete, manifest, files), nodes
- *                    (register, heartbeat, list, drain, remove), keys
+ *                    (register, heartbeat, list, drain, remove), keys (and their limits),
+ *                    the request log and the audit log
  *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
  *                    queue, retry before the first byte, streams) and /v1/models[/ID]
  *   router_jobs.c    each proxied request on a thread of its own (so that it streams)
  *   router_proof.c   challenges to nodes: a model is routed only where proven held
  *   node_address.c   a node's URL checked against where its registration came from
+ *   router_limits.c  per-key limits: requests per minute, at once, tokens per minute
  *   router_render.c  chat templates: chosen at registration, rendered per request
  *   router_dashboard.c  the dashboard: the browser app's files, embedded at build time
  *   router_snapshot.c   the dashboard's view of nodes, models, requests and stats
@@ -51,6 +53,10 @@ typedef struct llmr_router_options {
     unsigned queue_timeout_ms;     /* default 30000 */
     size_t max_body;               /* default 8 MiB */
     unsigned max_connections;      /* client connections at once; default 4096 */
+    /* the limits of a key that has none of its own (docs/router.md, "Limits"); 0: none */
+    unsigned key_requests_per_minute, key_concurrent_requests, key_tokens_per_minute;
+    unsigned shutdown_grace_s;     /* llmr_router_shutdown: how long running requests may
+                                      go on; default 30 */
 } llmr_router_options;
 
 void llmr_router_options_default(llmr_router_options *o);
@@ -60,6 +66,15 @@ void llmr_router_options_default(llmr_router_options *o);
  * earlier one), and serves. */
 llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, llmr_strbuf *err);
 unsigned llmr_router_port(const llmr_router *r);
+/* A graceful stop, first step (SIGTERM): no new connections are accepted, a request
+ * that has no node yet (new, or waiting in the queue) is answered 503
+ * server_shutting_down, and the dashboard's event streams end; running requests go
+ * on.  Then wait with llmr_router_idle, and llmr_router_stop. */
+void llmr_router_drain(llmr_router *r);
+/* Whether no request runs any more; waits for that up to timeout_ms. */
+bool llmr_router_idle(llmr_router *r, unsigned timeout_ms);
+/* Stops: the requests still running end (a stream with an error event,
+ * server_shutting_down, then [DONE]; a whole answer with 503), then the server. */
 void llmr_router_stop(llmr_router *r);
 
 /* For `llmr serve`, which runs a node beside the router in one process. */

@@ -1,6 +1,7 @@
 /* The router's /v0 API: models (register, list, show, delete, manifest, files; the
  * render is router_render.c's), nodes (register, heartbeat, list, drain, remove), API
- * keys, and the request log (the events stream is router_events.c's).  What the lists
+ * keys (create with limits, change limits, revoke), the request log and the audit log
+ * (the events stream is router_events.c's; the audit rows are written by router.c).  What the lists
  * answer is made by router_nodes_json, router_models_json and router_requests_json,
  * which the dashboard's snapshots share (router_snapshot.c).  See docs/router.md and
  * docs/node-router-protocol.md. */
@@ -230,6 +231,7 @@ static void register_model(llmr_router *r, const llmr_http_request *req, llmr_ht
                                   json_string_value(json_object_get(b, "name")),
                                   json_string_value(json_object_get(b, "chat_template")), &model, &files, &msg);
     if (!status) {
+        llmr_http_reply_note(reply, &(llmr_http_note){.target = json_string_value(json_object_get(model, "name"))});
         llmr_http_reply_json(reply, 201, model);
     } else if (files) {
         llmr_http_reply_json(reply, status,
@@ -658,12 +660,93 @@ static bool body_scopes(const json_t *v, unsigned *scopes, llmr_http_reply *repl
     return ok;
 }
 
+/* A body's "limits" object ({"requests_per_minute", "concurrent_requests",
+ * "tokens_per_minute"}: each a count, 0 for no limit, or null for the router's
+ * default) into *l; one not given is LLMR_LIMIT_KEEP.  false after a 400. */
+static bool body_limits(const json_t *v, llmr_store_key_limits *l, llmr_http_reply *reply)
+{
+    static const char *const names[] = {"requests_per_minute", "concurrent_requests", "tokens_per_minute"};
+    int64_t *out[] = {&l->requests_per_minute, &l->concurrent_requests, &l->tokens_per_minute};
+    for (int i = 0; i < 3; i++)
+        *out[i] = LLMR_LIMIT_KEEP;
+    if (!v)
+        return true;
+    const char *k;
+    json_t *e;
+    if (!json_is_object(v))
+        goto bad;
+    json_object_foreach((json_t *)v, k, e)
+    {
+        int i = 0;
+        while (i < 3 && strcmp(k, names[i]) != 0)
+            i++;
+        if (i == 3) {
+            router_error(reply, 400, "invalid_request_error", "invalid_value",
+                         "Unknown limit \"%.64s\": the limits are requests_per_minute, concurrent_requests and "
+                         "tokens_per_minute.",
+                         k);
+            return false;
+        }
+        if (json_is_null(e))
+            *out[i] = LLMR_LIMIT_DEFAULT;
+        else if (json_is_integer(e) && json_integer_value(e) >= 0 && json_integer_value(e) <= LLMR_LIMIT_MAX)
+            *out[i] = json_integer_value(e);
+        else
+            goto bad;
+    }
+    return true;
+bad:
+    router_error(reply, 400, "invalid_request_error", "invalid_value",
+                 "\"limits\" must be an object of requests_per_minute, concurrent_requests and "
+                 "tokens_per_minute, each a whole number from 0 (no limit) to %d, or null (the router's "
+                 "default).",
+                 LLMR_LIMIT_MAX);
+    return false;
+}
+
+/* PATCH /v0/keys/{id}: {"limits": {...}} changes the limits given, the others stay. */
+static void update_key(llmr_router *r, const char *id, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    json_t *b = body_json(req, reply);
+    if (!b)
+        return;
+    llmr_store_key_limits l;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    const char *k;
+    json_t *e;
+    bool ok = true;
+    json_object_foreach(b, k, e) if (strcmp(k, "limits") != 0) ok = false;
+    if (!ok) {
+        router_error(reply, 400, "invalid_request_error", "invalid_value",
+                     "A key's update takes \"limits\" only (its name and scopes stay: make a new key).");
+    } else if (!body_limits(json_object_get(b, "limits"), &l, reply)) {
+        /* answered */
+    } else {
+        llmr_status st = llmr_store_key_set_limits(r->store, id, &l, &err);
+        if (st == LLMR_NOT_FOUND) {
+            router_error(reply, 404, "not_found_error", "key_not_found", "No live key %.64s.", id);
+        } else if (st != LLMR_OK) {
+            router_error(reply, 500, "server_error", NULL, "%s", llmr_strbuf_cstr(&err));
+        } else {
+            json_t *all = llmr_store_key_list(r->store), *one = NULL, *x;
+            size_t i;
+            json_array_foreach(all, i, x) if (!strcmp(json_string_value(json_object_get(x, "id")), id)) one = x;
+            llmr_log_info(COMPONENT, "key %s: limits changed", id);
+            llmr_http_reply_json(reply, 200, one ? json_incref(one) : json_pack("{s:s}", "id", id));
+            json_decref(all);
+        }
+    }
+    llmr_strbuf_free(&err);
+    json_decref(b);
+}
+
 static void create_key(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
 {
     json_t *b = body_json(req, reply);
     if (!b)
         return;
     unsigned scopes = 0;
+    llmr_store_key_limits limits;
     const json_t *jname = json_object_get(b, "name");
     const char *name = json_string_value(jname);
     char *id = NULL, *secret = NULL;
@@ -672,11 +755,19 @@ static void create_key(llmr_router *r, const llmr_http_request *req, llmr_http_r
         router_error(reply, 400, "invalid_request_error", "invalid_value", "\"name\" must be a string.");
     } else if (!body_scopes(json_object_get(b, "scopes"), &scopes, reply)) {
         /* answered */
+    } else if (!body_limits(json_object_get(b, "limits"), &limits, reply)) {
+        /* answered */
     } else if (llmr_store_key_create(r->store, name ? name : "", scopes, NULL, &id, &secret, &err) != LLMR_OK) {
         router_error(reply, 400, "invalid_request_error", "invalid_value", "%s", llmr_strbuf_cstr(&err));
+    } else if (llmr_store_key_set_limits(r->store, id, &limits, &err) != LLMR_OK) {
+        llmr_strbuf ignored = LLMR_STRBUF_INIT;
+        llmr_store_key_revoke(r->store, id, &ignored);
+        llmr_strbuf_free(&ignored);
+        router_error(reply, 500, "server_error", NULL, "%s", llmr_strbuf_cstr(&err));
     } else {
         llmr_scopes_format(scopes, &names);
         llmr_log_info(COMPONENT, "key %s created (%s)", id, llmr_strbuf_cstr(&names));
+        llmr_http_reply_note(reply, &(llmr_http_note){.target = id});
         llmr_http_reply_json(reply, 201, json_pack("{s:s, s:s, s:s, s:s}", "id", id, "secret", secret, "name",
                                                    name ? name : "", "scopes", llmr_strbuf_cstr(&names)));
     }
@@ -702,6 +793,8 @@ static bool keys_route(llmr_router *r, const router_caller *c, const llmr_http_r
         llmr_http_reply_json(reply, 200, json_pack("{s:o}", "keys", llmr_store_key_list(r->store)));
     } else if (n == 1 && is_method(req, "POST")) {
         create_key(r, req, reply);
+    } else if (n == 2 && is_method(req, "PATCH")) {
+        update_key(r, seg[1], req, reply);
     } else if (n == 2 && is_method(req, "DELETE")) {
         if (llmr_store_key_revoke(r->store, seg[1], &err) == LLMR_OK) {
             llmr_log_info(COMPONENT, "key %s revoked", seg[1]);
@@ -748,9 +841,40 @@ static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_h
                                    (json_int_t)llmr_store_log_dropped(r->store)));
 }
 
+/* GET /v0/audit[?limit=N]: the audit log, the newest first (default 100, at most 1000). */
+static void audit_log(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    unsigned long limit = 100;
+    const char *q = req->query ? strstr(req->query, "limit=") : NULL;
+    if (q && (q == req->query || q[-1] == '&')) {
+        char *end = NULL;
+        limit = strtoul(q + 6, &end, 10);
+        if (end == q + 6 || (*end && *end != '&') || limit < 1 || limit > 1000) {
+            router_error(reply, 400, "invalid_request_error", "invalid_value",
+                         "limit must be a whole number from 1 to 1000.");
+            return;
+        }
+    }
+    json_t *rows = llmr_store_audit_list(r->store, limit);
+    if (!rows) {
+        router_error(reply, 500, "server_error", NULL, "The audit log cannot be read now (the log says why).");
+        return;
+    }
+    llmr_http_reply_json(reply, 200, json_pack("{s:o}", "audit", rows));
+}
+
 bool router_admin_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                         llmr_http_reply *reply)
 {
+    if (!strcmp(req->path, "/v0/audit")) {
+        if (!is_method(req, "GET")) {
+            llmr_http_reply_header(reply, "Allow", "GET");
+            router_error(reply, 405, "invalid_request_error", "method_not_allowed", "/v0/audit takes GET.");
+        } else if (router_need(c, LLMR_SCOPE_ADMIN, reply)) {
+            audit_log(r, req, reply);
+        }
+        return true;
+    }
     if (!strcmp(req->path, "/v0/events"))
         return router_events_route(r, c, req, reply);
     if (!strcmp(req->path, "/v0/requests")) {

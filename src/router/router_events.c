@@ -65,10 +65,10 @@ static bool wait_until(events_stream *e, const struct timespec *deadline)
 {
     llmr_router *r = e->r;
     pthread_mutex_lock(&r->events_lock);
-    while (!e->gone && !atomic_load(&r->stopping) &&
+    while (!e->gone && !atomic_load(&r->draining) &&
            pthread_cond_timedwait(&r->events_wake, &r->events_lock, deadline) != ETIMEDOUT)
         ;
-    bool go_on = !e->gone && !atomic_load(&r->stopping);
+    bool go_on = !e->gone && !atomic_load(&r->draining);
     pthread_mutex_unlock(&r->events_lock);
     return go_on;
 }

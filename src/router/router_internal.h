@@ -15,6 +15,7 @@
 
 typedef struct router_templates router_templates;
 typedef struct router_metrics router_metrics;
+typedef struct router_limits router_limits;
 
 struct llmr_router {
     llmr_router_options o;       /* strings owned */
@@ -27,18 +28,21 @@ struct llmr_router {
     unsigned waiting;
     router_templates *templates; /* compiled chat templates per model (router_render.c) */
     atomic_bool stopping;        /* llmr_router_stop has begun: jobs end soon */
+    atomic_bool draining;        /* llmr_router_drain: no new request gets a node */
     pthread_mutex_t jobs_lock;   /* the jobs running (router_jobs.c) */
     pthread_cond_t jobs_done;
     unsigned jobs;
     pthread_mutex_t events_lock; /* the events streams' waits (router_events.c) */
     pthread_cond_t events_wake;  /* a stream's client left, or the router stops */
     router_metrics *metrics;     /* GET /metrics (router_metrics.c) */
+    router_limits *limits;       /* per-key limits (router_limits.c) */
 };
 
 /* Who is asking: the scopes of the key presented (all, with --no-auth), its id. */
 typedef struct router_caller {
     unsigned scopes;
     char *key_id;
+    llmr_store_key_limits limits; /* the key's, the router's defaults filled in (0: none) */
 } router_caller;
 
 /* Replies with an OpenAI-style error. */
@@ -104,8 +108,26 @@ void router_job_run(llmr_router *r, const router_caller *c, const llmr_http_requ
 /* The job has replied (a whole answer, or a stream opened): the server's handler
  * returns, and the job does not touch the reply again.  NULL: nothing. */
 void router_job_replied(router_job *job);
+/* Waits until no job runs or until the router_now_ms deadline: true when none runs. */
+bool router_jobs_idle(llmr_router *r, uint64_t deadline_ms);
 /* Waits until no job runs (for llmr_router_stop, after the server stopped). */
 void router_jobs_wait(llmr_router *r);
+
+/* ---- per-key limits (router_limits.c) ---- */
+typedef enum router_limit_refusal {
+    ROUTER_LIMIT_OK,
+    ROUTER_LIMIT_CONCURRENT, /* as many requests running as the key may */
+    ROUTER_LIMIT_RPM,        /* the minute's requests */
+    ROUTER_LIMIT_TPM         /* the minute's tokens */
+} router_limit_refusal;
+router_limits *router_limits_new(void);
+void router_limits_free(router_limits *l);
+/* A request of key (NULL: none) under lim: admitted (OK; router_limits_done when it
+ * ends), or refused with the seconds to wait and the limit reached. */
+router_limit_refusal router_limits_admit(router_limits *l, const char *key, const llmr_store_key_limits *lim,
+                                         uint64_t now_ms, unsigned *retry_s, int64_t *limit);
+/* An admitted request ended, having used tokens (prompt and completion). */
+void router_limits_done(router_limits *l, const char *key, uint64_t tokens, uint64_t now_ms);
 
 /* ---- GET /metrics (router_metrics.c) ---- */
 router_metrics *router_metrics_new(void);

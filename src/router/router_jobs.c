@@ -9,6 +9,8 @@
  * before it frees what they use (router_jobs_wait). */
 #include "router/router_internal.h"
 
+#include <time.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,20 @@ void router_jobs_init(llmr_router *r)
     pthread_mutex_init(&r->jobs_lock, NULL);
     pthread_cond_init(&r->jobs_done, NULL);
     r->jobs = 0;
+}
+
+bool router_jobs_idle(llmr_router *r, uint64_t deadline_ms)
+{
+    pthread_mutex_lock(&r->jobs_lock);
+    while (r->jobs > 0 && router_now_ms() < deadline_ms) {
+        pthread_mutex_unlock(&r->jobs_lock);
+        struct timespec nap = {0, 20 * 1000000L};
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&r->jobs_lock);
+    }
+    bool idle = r->jobs == 0;
+    pthread_mutex_unlock(&r->jobs_lock);
+    return idle;
 }
 
 void router_jobs_wait(llmr_router *r)
@@ -114,6 +130,7 @@ static router_job *job_new(llmr_router *r, const router_caller *c, const llmr_ht
     j->fn = fn;
     j->arg = arg;
     j->caller.scopes = c->scopes;
+    j->caller.limits = c->limits;
     j->caller.key_id = c->key_id ? strdup(c->key_id) : NULL;
     j->method = copy(req->method, strlen(req->method));
     j->path = copy(req->path, strlen(req->path));

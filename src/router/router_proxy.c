@@ -1,6 +1,7 @@
 /* The router's /v1 API: /v1/models (the models ready on at least one node), GET
  * /v1/models/{id} (one of them, as OpenAI answers it) and the
- * OpenAI endpoints proxied to a node.  A request is checked here first (the same
+ * OpenAI endpoints proxied to a node.  A request first passes its key's limits
+ * (router_limits.c: 429 with Retry-After over one), and is checked (the same
  * parser as the node's, so a bad one never reaches a node), a chat is rendered with
  * the model's chat template (router_render.c), then the request waits for a node:
  * among those with the model ready, the fewest outstanding requests, then the lowest
@@ -8,7 +9,9 @@
  * when it is full, 504 after its timeout), each with Retry-After.  A node that fails
  * before the first byte is replaced by another; one that fails mid-stream ends the
  * stream with an error event and [DONE], never a hang.  A client that leaves cancels
- * the request on the node (the connection to it closes).  Each request runs as a job
+ * the request on the node (the connection to it closes).  While the router stops
+ * (llmr_router_drain) a request that has no node yet gets 503 server_shutting_down, and
+ * a stream still running at llmr_router_stop ends with that error event and [DONE].  Each request runs as a job
  * (router_jobs.c), so a stream reaches the client as the node sends it.
  *
  * POST /v1/responses goes the same way; with `store` (the default) its response is kept
@@ -92,6 +95,18 @@ static unsigned acquire(llmr_router *r, const char *model, const char *const *tr
     bool queued = false;
     for (;;) {
         uint64_t now = router_now_ms();
+        if (atomic_load(&r->draining)) { /* shutting down: no new work for a node */
+            if (queued) {
+                pthread_mutex_lock(&r->queue_lock);
+                r->waiting--;
+                pthread_mutex_unlock(&r->queue_lock);
+            }
+            llmr_http_reply_header(reply, "Retry-After", "5");
+            llmr_http_reply_header(reply, "Connection", "close");
+            router_error(reply, 503, "server_error", "server_shutting_down",
+                         "The router is shutting down: this request was not started. Try again shortly.");
+            return 503;
+        }
         if (llmr_node_registry_pick(r->nodes, model, now, tried, n_tried, t))
             break;
         if (!llmr_node_registry_model_ready_except(r->nodes, model, now, tried, n_tried) ||
@@ -349,8 +364,12 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
     if (a->out) { /* the stream is the client's already: end it, with an error event if cut */
         if (rc != CURLE_OK && !atomic_load(&a->gone)) {
             llmr_oai_error e;
-            llmr_oai_error_set(&e, 502, "server_error", "node_failed", NULL,
-                               "The node serving this request failed mid-stream (%s).", curl_easy_strerror(rc));
+            if (atomic_load(&a->r->stopping))
+                llmr_oai_error_set(&e, 503, "server_error", "server_shutting_down", NULL,
+                                   "The router is shutting down: this answer was cut before its end.");
+            else
+                llmr_oai_error_set(&e, 502, "server_error", "node_failed", NULL,
+                                   "The node serving this request failed mid-stream (%s).", curl_easy_strerror(rc));
             json_t *j = llmr_oai_error_json(&e);
             llmr_strbuf sb = LLMR_STRBUF_INIT;
             llmr_oai_sse_data(&sb, j);
@@ -375,6 +394,10 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
         } else {
             answered = false; /* before the first byte of an answer: another node may */
         }
+    } else if (rc != CURLE_OK && atomic_load(&a->r->stopping)) { /* cut: not a whole answer */
+        router_error(a->reply, 503, "server_error", "server_shutting_down",
+                     "The router is shutting down: this answer was cut before its end.");
+        *status_out = 503;
     } else {
         read_usage(a, llmr_strbuf_cstr(&a->body), a->body.len);
         if (a->received)
@@ -536,9 +559,44 @@ static void stored_response(llmr_router *r, const router_caller *c, const llmr_h
     llmr_strbuf_free(&err);
 }
 
-/* One request (a job: router_jobs.c), from its check to its log entry. */
+/* The key's limits (router_limits.c): true when the request may go on, else false
+ * after a 429 with Retry-After. */
+static bool admit(llmr_router *r, const router_caller *c, llmr_http_reply *reply)
+{
+    unsigned retry_s = 1;
+    int64_t limit = 0;
+    router_limit_refusal why = router_limits_admit(r->limits, c->key_id, &c->limits, router_now_ms(), &retry_s, &limit);
+    if (why == ROUTER_LIMIT_OK)
+        return true;
+    char v[16];
+    snprintf(v, sizeof v, "%u", retry_s);
+    llmr_http_reply_header(reply, "Retry-After", v);
+    const char *what = why == ROUTER_LIMIT_CONCURRENT ? "concurrent requests"
+                       : why == ROUTER_LIMIT_RPM      ? "requests per minute (RPM)"
+                                                      : "tokens per minute (TPM)";
+    router_error(reply, 429, why == ROUTER_LIMIT_TPM ? "tokens" : "requests", "rate_limit_exceeded",
+                 "Rate limit reached for this API key on %s: limit %lld. Please try again in %us.", what,
+                 (long long)limit, retry_s);
+    return false;
+}
+
+static void proxy_limited(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                          llmr_http_reply *reply, router_job *job, int kind_arg, uint64_t *tokens);
+
+/* One request (a job: router_jobs.c) under its key's limits. */
 static void proxy(llmr_router *r, const router_caller *c, const llmr_http_request *req, llmr_http_reply *reply,
                   router_job *job, int kind_arg)
+{
+    if (!admit(r, c, reply))
+        return;
+    uint64_t tokens = 0;
+    proxy_limited(r, c, req, reply, job, kind_arg, &tokens);
+    router_limits_done(r->limits, c->key_id, tokens, router_now_ms());
+}
+
+/* One request, from its check to its log entry; *tokens gets its usage. */
+static void proxy_limited(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                          llmr_http_reply *reply, router_job *job, int kind_arg, uint64_t *tokens)
 {
     bool responses = kind_arg == KIND_RESPONSES;
     llmr_oai_kind kind = responses ? LLMR_OAI_CHAT : (llmr_oai_kind)kind_arg;
@@ -649,6 +707,7 @@ static void proxy(llmr_router *r, const router_caller *c, const llmr_http_reques
     completion_tokens = a.completion_tokens;
     if (responses && status == 200 && !a.stored && (a.capture || !a.stream))
         store_response(r, c, &a, rs.input, &prompt_tokens, &completion_tokens, rs.store);
+    *tokens = (uint64_t)prompt_tokens + completion_tokens;
     if (!a.out) { /* a whole answer (a stream's record was noted at its end) */
         a.prompt_tokens = prompt_tokens;
         a.completion_tokens = completion_tokens;

@@ -80,6 +80,21 @@ static const char *const MIGRATIONS[] = {
     /* 4: the request id of each request log entry (the x-request-id of its answer) */
     "ALTER TABLE requests ADD COLUMN request_id TEXT;"
     "CREATE INDEX requests_request_id ON requests (request_id);",
+    /* 5: per-key limits (store_keys.c); NULL: the router's default */
+    "ALTER TABLE api_keys ADD COLUMN requests_per_minute INTEGER;"
+    "ALTER TABLE api_keys ADD COLUMN concurrent_requests INTEGER;"
+    "ALTER TABLE api_keys ADD COLUMN tokens_per_minute INTEGER;",
+    /* 6: the audit log of admin actions (store_audit.c) */
+    "CREATE TABLE audit ("
+    "  id INTEGER PRIMARY KEY,"
+    "  time_ms INTEGER NOT NULL,"
+    "  key_id TEXT,"
+    "  method TEXT NOT NULL,"
+    "  path TEXT NOT NULL,"
+    "  target TEXT,"
+    "  status INTEGER NOT NULL,"
+    "  request_id TEXT);"
+    "CREATE INDEX audit_time ON audit (time_ms);",
 };
 #define SCHEMA_LATEST ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 

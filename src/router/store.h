@@ -83,10 +83,44 @@ llmr_status llmr_store_key_create(llmr_store *s, const char *name, unsigned scop
  * respect to the secret's content). *id may be NULL. */
 llmr_status llmr_store_key_check(llmr_store *s, const char *secret, unsigned *scopes, char **id);
 llmr_status llmr_store_key_revoke(llmr_store *s, const char *id, llmr_strbuf *err);
-/* [{"id","name","scopes","created","revoked","last_used"}] (no secrets). */
+/* A key's limits (the router enforces them: router_limits.c): a count, 0 for no limit,
+ * or LLMR_LIMIT_DEFAULT for the router's default.  In an update, LLMR_LIMIT_KEEP leaves
+ * one as it is. */
+#define LLMR_LIMIT_DEFAULT (-1)
+#define LLMR_LIMIT_KEEP (-2)
+#define LLMR_LIMIT_MAX 1000000000 /* the largest count taken */
+typedef struct llmr_store_key_limits {
+    int64_t requests_per_minute, concurrent_requests, tokens_per_minute;
+} llmr_store_key_limits;
+/* llmr_store_key_check, and the key's limits into *limits (NULL: not wanted). */
+llmr_status llmr_store_key_check_limits(llmr_store *s, const char *secret, unsigned *scopes, char **id,
+                                        llmr_store_key_limits *limits);
+/* Changes a live key's limits (LLMR_LIMIT_KEEP: that one stays); NOT_FOUND for an
+ * unknown or revoked key. */
+llmr_status llmr_store_key_set_limits(llmr_store *s, const char *id, const llmr_store_key_limits *l,
+                                      llmr_strbuf *err);
+/* [{"id","name","scopes","created","revoked","last_used","limits"}] (no secrets);
+ * "limits" has requests_per_minute, concurrent_requests and tokens_per_minute, each a
+ * count or null (the router's default). */
 json_t *llmr_store_key_list(llmr_store *s);
 /* Whether a key with the admin scope exists (revoked ones do not count). */
 bool llmr_store_has_admin_key(llmr_store *s);
+
+/* ---- the audit log of admin actions (store_audit.c) ---- */
+typedef struct llmr_store_audit {
+    int64_t time_ms;              /* Unix milliseconds */
+    const char *key_id;           /* who: NULL without keys (--no-auth) */
+    const char *method, *path;    /* what */
+    const char *target;           /* what it made or changed when the path does not say
+                                     (a new key's id, a registered model's name); NULL */
+    unsigned status;              /* the answer's HTTP status */
+    const char *request_id;
+} llmr_store_audit;
+#define LLMR_STORE_AUDIT_KEEP_ROWS 100000 /* the newest this many are kept */
+llmr_status llmr_store_audit_add(llmr_store *s, const llmr_store_audit *a, llmr_strbuf *err);
+/* The newest limit entries first: [{"time_ms","key_id","method","path","target",
+ * "status","request_id"}]; NULL when the table cannot be read (the log says why). */
+json_t *llmr_store_audit_list(llmr_store *s, size_t limit);
 
 /* ---- request log ---- */
 typedef struct llmr_store_request {

@@ -5,7 +5,8 @@
  *   store_keys.c  API keys: secrets, salted hashes, scopes
  *   store_log.c   the request log: an in-memory queue and the thread that writes it
  *   store_stats.c the request log summed up over a recent window (the dashboard's)
- *   store_responses.c the Responses API's stored responses
+  *   store_responses.c the Responses API's stored responses
+ *   store_audit.c the audit log of admin actions
  *
  * Locking: s->db_lock guards the connection for every operation, from the first
  * statement to the last (SQLite's own mutex keeps single calls safe; ours keeps a

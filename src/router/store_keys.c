@@ -343,8 +343,20 @@ done:
 
 llmr_status llmr_store_key_check(llmr_store *s, const char *secret, unsigned *scopes, char **id)
 {
+    return llmr_store_key_check_limits(s, secret, scopes, id, NULL);
+}
+
+static int64_t limit_column(sqlite3_stmt *st, int col)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? LLMR_LIMIT_DEFAULT : sqlite3_column_int64(st, col);
+}
+
+llmr_status llmr_store_key_check_limits(llmr_store *s, const char *secret, unsigned *scopes, char **id,
+                                        llmr_store_key_limits *limits)
+{
     if (id)
         *id = NULL;
+    llmr_store_key_limits found_limits = {LLMR_LIMIT_DEFAULT, LLMR_LIMIT_DEFAULT, LLMR_LIMIT_DEFAULT};
     if (!secret_is_valid(secret)) {
         hash_nothing(SECRET_PREFIX "0000000000000000000000000000000000000000");
         return LLMR_NOT_FOUND;
@@ -360,8 +372,8 @@ llmr_status llmr_store_key_check(llmr_store *s, const char *secret, unsigned *sc
     bool stale = false;
     int64_t now = llmr_store_unix_now();
     pthread_mutex_lock(&s->db_lock);
-    if (sqlite3_prepare_v2(s->db, "SELECT id, scopes, salt, hash, revoked, last_used FROM api_keys "
-                                  "WHERE lookup = ?", -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(s->db, "SELECT id, scopes, salt, hash, revoked, last_used, requests_per_minute, "
+                                  "concurrent_requests, tokens_per_minute FROM api_keys WHERE lookup = ?", -1, &st, NULL) != SQLITE_OK) {
         status = llmr_store_sql_fail(s, &err, "checking a key");
         goto done;
     }
@@ -385,6 +397,9 @@ llmr_status llmr_store_key_check(llmr_store *s, const char *secret, unsigned *sc
                 goto done;
             }
             found_scopes = (unsigned)sqlite3_column_int64(st, 1);
+            found_limits.requests_per_minute = limit_column(st, 6);
+            found_limits.concurrent_requests = limit_column(st, 7);
+            found_limits.tokens_per_minute = limit_column(st, 8);
             stale = sqlite3_column_type(st, 5) == SQLITE_NULL ||
                     now - sqlite3_column_int64(st, 5) >= LAST_USED_EVERY_S;
         }
@@ -423,6 +438,8 @@ done:
     if (status == LLMR_OK) {
         if (scopes)
             *scopes = found_scopes;
+        if (limits)
+            *limits = found_limits;
         if (id) {
             *id = found_id;
             found_id = NULL;
@@ -438,6 +455,42 @@ llmr_status llmr_store_key_revoke(llmr_store *s, const char *id, llmr_strbuf *er
                                  "revoking a key", "key", err);
 }
 
+llmr_status llmr_store_key_set_limits(llmr_store *s, const char *id, const llmr_store_key_limits *l,
+                                      llmr_strbuf *err)
+{
+    const int64_t v[3] = {l->requests_per_minute, l->concurrent_requests, l->tokens_per_minute};
+    for (int i = 0; i < 3; i++)
+        if (v[i] < LLMR_LIMIT_KEEP || v[i] > LLMR_LIMIT_MAX) {
+            llmr_strbuf_printf(err, "a limit is a count from 0 (none) to %d", LLMR_LIMIT_MAX);
+            return LLMR_INVALID_ARGUMENT;
+        }
+    return llmr_store_change_one(s,
+                                 "UPDATE api_keys SET "
+                                 "requests_per_minute = CASE ?1 WHEN -2 THEN requests_per_minute "
+                                 "WHEN -1 THEN NULL ELSE ?1 END, "
+                                 "concurrent_requests = CASE ?2 WHEN -2 THEN concurrent_requests "
+                                 "WHEN -1 THEN NULL ELSE ?2 END, "
+                                 "tokens_per_minute = CASE ?3 WHEN -2 THEN tokens_per_minute "
+                                 "WHEN -1 THEN NULL ELSE ?3 END "
+                                 "WHERE id = ?4 AND revoked = 0",
+                                 id, v, 3, "changing a key's limits", "key", err);
+}
+
+/* A key's limits as listed: each a count or null (the router's default). */
+static json_t *limits_json(sqlite3_stmt *st, int col)
+{
+    static const char *const names[] = {"requests_per_minute", "concurrent_requests", "tokens_per_minute"};
+    json_t *o = json_object();
+    for (int i = 0; o && i < 3; i++)
+        if (json_object_set_new(o, names[i], sqlite3_column_type(st, col + i) == SQLITE_NULL
+                                                  ? json_null()
+                                                  : json_integer(sqlite3_column_int64(st, col + i))) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
 json_t *llmr_store_key_list(llmr_store *s)
 {
     json_t *list = json_array();
@@ -446,7 +499,8 @@ json_t *llmr_store_key_list(llmr_store *s)
     pthread_mutex_lock(&s->db_lock);
     if (!list)
         goto fail;
-    if (sqlite3_prepare_v2(s->db, "SELECT id, name, scopes, created, revoked, last_used "
+    if (sqlite3_prepare_v2(s->db, "SELECT id, name, scopes, created, revoked, last_used, "
+                                  "requests_per_minute, concurrent_requests, tokens_per_minute "
                                   "FROM api_keys ORDER BY created, rowid", -1, &st, NULL) != SQLITE_OK) {
         llmr_store_sql_fail(s, &err, "listing keys");
         goto fail;
@@ -464,7 +518,8 @@ json_t *llmr_store_key_list(llmr_store *s)
             json_object_set_new(o, "revoked", json_boolean(sqlite3_column_int(st, 4) != 0)) != 0 ||
             json_object_set_new(o, "last_used", sqlite3_column_type(st, 5) == SQLITE_NULL
                                                     ? json_null()
-                                                    : json_integer(sqlite3_column_int64(st, 5))) != 0) {
+                                                    : json_integer(sqlite3_column_int64(st, 5))) != 0 ||
+            json_object_set_new(o, "limits", limits_json(st, 6)) != 0) {
             llmr_strbuf_puts(&err, "listing keys: out of memory");
             goto fail;
         }

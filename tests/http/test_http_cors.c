@@ -3,6 +3,7 @@
  * (tests/router/test_cors_models.sh). */
 #include "check.h"
 #include "http/http_cors.h"
+#include "http/http_local.h"
 
 static llmr_http_cors *parse(const char *list, llmr_status want, llmr_strbuf *err)
 {
@@ -63,10 +64,29 @@ TEST(what_is_not_an_origin_is_refused_by_name)
     llmr_strbuf_free(&err);
 }
 
+TEST(without_keys_only_loopback_names_with_the_port_pass)
+{
+    CHECK(llmr_http_local_host_ok(NULL, "127.0.0.1", 8080)); /* no Host: not a browser */
+    CHECK(llmr_http_local_host_ok("localhost", "127.0.0.1", 8080));
+    CHECK(llmr_http_local_host_ok("LocalHost:8080", "127.0.0.1", 8080));
+    CHECK(llmr_http_local_host_ok("127.0.0.1:8080", "127.0.0.1", 8080));
+    CHECK(llmr_http_local_host_ok("[::1]:8080", "::1", 8080));
+    CHECK(llmr_http_local_host_ok("127.0.0.2:8080", "127.0.0.2", 8080)); /* the address bound */
+    CHECK(!llmr_http_local_host_ok("127.0.0.2:8080", "127.0.0.1", 8080));
+    CHECK(!llmr_http_local_host_ok("localhost:8081", "127.0.0.1", 8080));
+    CHECK(!llmr_http_local_host_ok("attacker.example:8080", "127.0.0.1", 8080));
+    CHECK(!llmr_http_local_host_ok("localhost.attacker.example", "127.0.0.1", 8080));
+    CHECK(!llmr_http_local_host_ok("localhost:", "127.0.0.1", 8080));
+    CHECK(!llmr_http_local_host_ok("localhost:80x", "127.0.0.1", 8080));
+    CHECK(!llmr_http_local_host_ok("[::1", "127.0.0.1", 8080));
+    CHECK(!llmr_http_local_host_ok("", "127.0.0.1", 8080));
+}
+
 int main(void)
 {
     RUN(an_empty_list_is_no_cors);
     RUN(origins_are_matched_whole);
     RUN(what_is_not_an_origin_is_refused_by_name);
+    RUN(without_keys_only_loopback_names_with_the_port_pass);
     return llmr_test_finish();
 }

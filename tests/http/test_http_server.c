@@ -3,7 +3,11 @@
  * (400), the body limit (413, declared and streamed), a handler that does not reply, streamed responses written
  * from another thread, clients that leave mid-stream, stopping with a stream open,
  * and an address in use. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -117,10 +121,13 @@ static void handler(void *user, const llmr_http_request *req, llmr_http_reply *r
     llmr_http_reply_json(reply, 200, echo);
 }
 
+static size_t next_queue_max; /* the next server's stream_queue_max (0: the default) */
+
 static llmr_http_server *start_server_with(size_t max_body, llmr_http_done_fn done)
 {
     llmr_http_server_options o;
     llmr_http_server_options_default(&o);
+    o.stream_queue_max = next_queue_max;
     o.on_done = done;
     o.service = done ? "test" : NULL;
     o.host = "127.0.0.1";
@@ -744,6 +751,79 @@ TEST(stop_with_a_stream_open_closes_it)
     CHECK_EQ_INT(closes_now(), 1);
 }
 
+/* A client that asks for the stream and never reads: a connected socket, or -1. */
+static int silent_client(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int small = 4096; /* little room in the kernel for what it does not read */
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    static const char req[] = "POST /stream HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}";
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, req, sizeof req - 1) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+TEST(a_client_too_slow_for_its_stream_is_cut)
+{
+    reset_state();
+    next_queue_max = 64 << 10;
+    llmr_http_server *srv = start_server(0);
+    next_queue_max = 0;
+    int fd = silent_client(llmr_http_server_port(srv));
+    CHECK(fd >= 0);
+    llmr_http_stream *s = fd >= 0 ? wait_stream() : NULL;
+    CHECK(s != NULL);
+    char piece[1000];
+    memset(piece, 'x', sizeof piece);
+    size_t written = 0;
+    /* the kernel's buffers take some; past them and 64 KiB queued, a write fails */
+    while (s && written < ((size_t)64 << 20) && llmr_http_stream_write(s, piece, sizeof piece))
+        written += sizeof piece;
+    CHECK(written < ((size_t)64 << 20));
+    CHECK(s == NULL || !llmr_http_stream_write(s, piece, sizeof piece)); /* and stays cut */
+    CHECK(wait_closes(1));
+    if (s)
+        llmr_http_stream_end(s);
+    if (fd >= 0)
+        close(fd);
+    check_still_serving(llmr_http_server_port(srv));
+    llmr_http_server_stop(srv);
+}
+
+TEST(quiesce_refuses_new_connections_and_drain_waits_for_streams)
+{
+    reset_state();
+    llmr_http_server *srv = start_server(0);
+    unsigned port = llmr_http_server_port(srv);
+    client_job job;
+    client_start(&job, port);
+    llmr_http_stream *s = wait_stream();
+    CHECK(s != NULL);
+    llmr_http_server_quiesce(srv);
+    fetch_result r;
+    fetch(NULL, port, "GET", "/x", NULL, 0, 0, NULL, &r);
+    CHECK_EQ_INT(r.rc, CURLE_COULDNT_CONNECT);
+    fetch_free(&r);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    CHECK(!llmr_http_server_drain(srv, now_ms + 200)); /* the stream is open */
+    if (s) {
+        CHECK(llmr_http_stream_write(s, "data: [DONE]\n\n", 14));
+        llmr_http_stream_end(s);
+    }
+    CHECK(llmr_http_server_drain(srv, now_ms + 5000));
+    pthread_join(job.thread, NULL);
+    CHECK_EQ_STR(llmr_strbuf_cstr(&job.r.body), "data: [DONE]\n\n"); /* the open stream went on */
+    fetch_free(&job.r);
+    llmr_http_server_stop(srv);
+}
+
 /* ---- the listening socket -------------------------------------------------------- */
 
 TEST(address_in_use_names_host_and_port)
@@ -909,6 +989,8 @@ int main(void)
     RUN(client_leaving_mid_stream_runs_on_close_once);
     RUN(on_close_may_end_the_stream_itself);
     RUN(stop_with_a_stream_open_closes_it);
+    RUN(a_client_too_slow_for_its_stream_is_cut);
+    RUN(quiesce_refuses_new_connections_and_drain_waits_for_streams);
     RUN(address_in_use_names_host_and_port);
     curl_global_cleanup();
     RUN(request_id_is_the_clients_or_a_new_one_and_each_answer_is_recorded);

@@ -995,6 +995,75 @@ TEST(a_stored_response_is_never_replaced_by_another_key)
     llmr_store_close(s);
 }
 
+TEST(a_key_keeps_its_limits_and_an_update_changes_only_those_given)
+{
+    const char *path;
+    llmr_store *s = open_new(&path);
+    if (!s)
+        return;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    char *id = NULL, *secret = NULL, *got = NULL;
+    CHECK_EQ_INT(llmr_store_key_create(s, "lim", LLMR_SCOPE_INFERENCE, NULL, &id, &secret, &err), LLMR_OK);
+    llmr_store_key_limits l = {0, 0, 0};
+    CHECK_EQ_INT(llmr_store_key_check_limits(s, secret, NULL, &got, &l), LLMR_OK);
+    CHECK_EQ_INT(l.requests_per_minute, LLMR_LIMIT_DEFAULT); /* none of its own yet */
+    CHECK_EQ_INT(l.concurrent_requests, LLMR_LIMIT_DEFAULT);
+    CHECK_EQ_INT(l.tokens_per_minute, LLMR_LIMIT_DEFAULT);
+    free(got);
+    llmr_store_key_limits set = {60, 4, LLMR_LIMIT_KEEP};
+    CHECK_EQ_INT(llmr_store_key_set_limits(s, id, &set, &err), LLMR_OK);
+    llmr_store_key_limits more = {LLMR_LIMIT_KEEP, 0, 1000};
+    CHECK_EQ_INT(llmr_store_key_set_limits(s, id, &more, &err), LLMR_OK);
+    CHECK_EQ_INT(llmr_store_key_check_limits(s, secret, NULL, NULL, &l), LLMR_OK);
+    CHECK_EQ_INT(l.requests_per_minute, 60);
+    CHECK_EQ_INT(l.concurrent_requests, 0);
+    CHECK_EQ_INT(l.tokens_per_minute, 1000);
+    llmr_store_key_limits back = {LLMR_LIMIT_DEFAULT, LLMR_LIMIT_KEEP, LLMR_LIMIT_KEEP};
+    CHECK_EQ_INT(llmr_store_key_set_limits(s, id, &back, &err), LLMR_OK);
+    json_t *list = llmr_store_key_list(s);
+    json_t *lim = json_object_get(json_array_get(list, 0), "limits");
+    CHECK(json_is_null(json_object_get(lim, "requests_per_minute")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(lim, "tokens_per_minute")), 1000);
+    json_decref(list);
+    llmr_store_key_limits bad = {-5, 0, 0};
+    CHECK_EQ_INT(llmr_store_key_set_limits(s, id, &bad, &err), LLMR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(llmr_store_key_set_limits(s, "key_none", &set, &err), LLMR_NOT_FOUND);
+    CHECK_EQ_INT(llmr_store_key_revoke(s, id, &err), LLMR_OK);
+    CHECK_EQ_INT(llmr_store_key_set_limits(s, id, &set, &err), LLMR_NOT_FOUND); /* a revoked key */
+    free(id);
+    free(secret);
+    llmr_strbuf_free(&err);
+    llmr_store_close(s);
+}
+
+TEST(the_audit_log_keeps_who_what_when_and_the_result_newest_first)
+{
+    const char *path;
+    llmr_store *s = open_new(&path);
+    if (!s)
+        return;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_store_audit a = {1000, "key_a", "POST", "/v0/keys", "key_new", 201, "rid1"};
+    CHECK_EQ_INT(llmr_store_audit_add(s, &a, &err), LLMR_OK);
+    llmr_store_audit b = {2000, NULL, "DELETE", "/v0/models/m", NULL, 404, NULL};
+    CHECK_EQ_INT(llmr_store_audit_add(s, &b, &err), LLMR_OK);
+    json_t *rows = llmr_store_audit_list(s, 10);
+    CHECK_EQ_INT(json_array_size(rows), 2);
+    json_t *first = json_array_get(rows, 0), *second = json_array_get(rows, 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(first, "path")), "/v0/models/m");
+    CHECK(json_is_null(json_object_get(first, "key_id")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(first, "status")), 404);
+    CHECK_EQ_STR(json_string_value(json_object_get(second, "key_id")), "key_a");
+    CHECK_EQ_STR(json_string_value(json_object_get(second, "target")), "key_new");
+    CHECK_EQ_INT(json_integer_value(json_object_get(second, "time_ms")), 1000);
+    json_decref(rows);
+    rows = llmr_store_audit_list(s, 1);
+    CHECK_EQ_INT(json_array_size(rows), 1);
+    json_decref(rows);
+    llmr_strbuf_free(&err);
+    llmr_store_close(s);
+}
+
 int main(void)
 {
     RUN(open_creates_a_database_that_survives_reopening);
@@ -1016,5 +1085,7 @@ int main(void)
     RUN(a_committed_model_survives_sigkill_and_a_half_transaction_does_not);
     RUN(threads_share_one_store);
     RUN(a_stored_response_is_never_replaced_by_another_key);
+    RUN(a_key_keeps_its_limits_and_an_update_changes_only_those_given);
+    RUN(the_audit_log_keeps_who_what_when_and_the_result_newest_first);
     return llmr_test_finish();
 }
