@@ -49,8 +49,9 @@ start_router() {
 }
 # start_node NAME NODEKEY: a node of the router on rport, its engine slow (50 ms a token),
 # 7 tokens for a request without max_tokens; sets npid
+nodeown=llmr-ops-test-node-own-key-0123456789 # the node's own key, for calls straight to it
 start_node() {
-  LLMR_DATA_DIR="$tmp/$1" LLMR_PORT=0 "$LLMR" node --router "http://127.0.0.1:$rport" --node-key "$2" \
+  LLMR_DATA_DIR="$tmp/$1" LLMR_PORT=0 "$LLMR" node --router "http://127.0.0.1:$rport" --node-key "$2" --api-key "$nodeown" \
     --allow-cpu --heartbeat 0.3 --engine-options '{"token_delay_us": 50000}' --default-max-tokens 7 \
     --shutdown-grace 2 >"$tmp/$1.log" 2>&1 &
   npid=$!
@@ -245,7 +246,7 @@ has "$(cat "$tmp/main.log")" "requests still running after 2 s" "the log says th
 
 # --- SIGTERM to a node: a stream past its grace ends with an error event, not a bare [DONE]
 nport=$(cat "$tmp/node/run/http.port")
-curl -sN -H 'Content-Type: application/json' \
+curl -sN -H 'Content-Type: application/json' -H "Authorization: Bearer $nodeown" \
   --data-binary '{"model": "loop", "prompt": "hi", "max_tokens": 200, "stream": true}' \
   "http://127.0.0.1:$nport/v1/completions" >"$tmp/nlong" &
 s3=$!
