@@ -25,6 +25,9 @@ typedef struct llmr_node_http_options {
 llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_host *host,
                                  llmr_node_http **out, llmr_strbuf *err);
 unsigned llmr_node_http_port(const llmr_node_http *n);
+/* The model was removed or its files changed: its tokenizer and template are read
+ * again on its next request. */
+void llmr_node_http_forget_model(llmr_node_http *n, const char *name);
 /* In-flight requests (for heartbeats). */
 unsigned llmr_node_http_in_flight(const llmr_node_http *n);
 /* The HTTP layer's Prometheus text (requests, tokens, TTFT and per-token latency

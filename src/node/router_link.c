@@ -277,11 +277,20 @@ static bool synced_on_disk(llmr_router_link *l, const char *name)
     return yes;
 }
 
+/* Takes the model off the engine host and forgets its tokenizer and template. */
+static bool take_off_host(llmr_router_link *l, const char *name)
+{
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    bool was = llmr_engine_host_remove_model(l->host, name, &err) == LLMR_OK;
+    llmr_node_http_forget_model(l->http, name);
+    llmr_strbuf_free(&err);
+    return was;
+}
+
 /* The model is gone from the router: off the engine host, its files deleted. */
 static void forget_model(llmr_router_link *l, const char *name)
 {
-    llmr_strbuf err = LLMR_STRBUF_INIT;
-    bool served = llmr_engine_host_remove_model(l->host, name, &err) == LLMR_OK;
+    bool served = take_off_host(l, name);
     bool clean = llmr_sync_remove_model(l->o.data_dir, name);
     if (clean)
         llmr_log_info(COMPONENT, "model %s: the router no longer lists it: %sits files are deleted", name,
@@ -290,7 +299,6 @@ static void forget_model(llmr_router_link *l, const char *name)
         llmr_log_warn(COMPONENT, "model %s: the router no longer lists it, but some of its files could "
                                  "not be deleted (the log above says which)",
                       name);
-    llmr_strbuf_free(&err);
 }
 
 /* Names collected under the lock, acted on after it. */
@@ -434,7 +442,7 @@ static void read_models(llmr_router_link *l)
     pthread_mutex_unlock(&l->lock);
     llmr_strbuf why = LLMR_STRBUF_INIT;
     for (size_t k = 0; k < take_off.n; k++) /* the old copy is served no more */
-        llmr_engine_host_remove_model(l->host, take_off.v[k], &why);
+        take_off_host(l, take_off.v[k]);
     for (size_t k = 0; k < unload.n; k++) {
         llmr_strbuf_reset(&why);
         if (llmr_engine_host_unload(l->host, unload.v[k], &why) == LLMR_OK)
@@ -616,11 +624,8 @@ static void sync_one(llmr_router_link *l, const char *name)
     /* Served from an earlier run's copy of another version: not any more. */
     const char *version = json_string_value(json_object_get(manifest, "version"));
     char *local = version ? llmr_sync_local_version(l->o.data_dir, name) : NULL;
-    if (version && (!local || strcmp(local, version) != 0) && host_has(l, name)) {
-        llmr_strbuf why = LLMR_STRBUF_INIT;
-        llmr_engine_host_remove_model(l->host, name, &why);
-        llmr_strbuf_free(&why);
-    }
+    if (version && (!local || strcmp(local, version) != 0) && host_has(l, name))
+        take_off_host(l, name);
     free(local);
     llmr_status s = llmr_model_sync(&so, manifest, &skipped, &err);
     bool deleted = false;
