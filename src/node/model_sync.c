@@ -934,6 +934,19 @@ bool llmr_sync_remove_model(const char *data_dir, const char *name)
     return ok;
 }
 
+bool llmr_sync_has_marker(const char *data_dir, const char *name)
+{
+    if (!data_dir || !name || !llmr_file_name_is_safe(name))
+        return false;
+    char *models_dir = llmr_path_join(data_dir, "models");
+    char *path = models_dir ? join3(models_dir, name, MARKER_NAME) : NULL;
+    struct stat st;
+    bool yes = path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+    free(path);
+    free(models_dir);
+    return yes;
+}
+
 char *llmr_sync_local_version(const char *data_dir, const char *name)
 {
     if (!data_dir || !name || !llmr_file_name_is_safe(name))

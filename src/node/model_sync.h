@@ -65,6 +65,10 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
  * (llmr_file_name_is_safe); true when nothing of it is left. */
 bool llmr_sync_remove_model(const char *data_dir, const char *name);
 
+/* Whether DATA_DIR/models/NAME holds the marker of a complete sync: it came from a
+ * router (a directory put there by hand has none). */
+bool llmr_sync_has_marker(const char *data_dir, const char *name);
+
 /* The "version" in the manifest of the model's last complete sync (its marker), or
  * NULL (none, or no marker); the caller frees it. */
 char *llmr_sync_local_version(const char *data_dir, const char *name);

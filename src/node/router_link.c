@@ -1,7 +1,9 @@
 /* The node's link to its router: see router_link.h and docs/node-router-protocol.md.
  *
  * Two threads: the link thread registers (again after a 404 on a heartbeat: the
- * router restarted), sends heartbeats and reads the router's model list; the sync
+ * router restarted), sends heartbeats and reads the router's model list (acting on
+ * removals, new versions and unloads at once, except a model being synced: its sync
+ * is told to stop and the sync thread cleans up after it); the sync
  * thread fetches the models that list names, one at a time, so that a long download
  * never delays a heartbeat.  The state both share (registration, each model's sync
  * progress and outcome) sits under one lock. */
@@ -12,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/fs_util.h"
@@ -261,22 +262,6 @@ static void drop_synced(llmr_router_link *l, size_t i)
     l->n_models--;
 }
 
-/* The model's directory under DATA_DIR/models holds the marker of a sync: it came from
- * a router (a directory put there by hand has none). */
-static bool synced_on_disk(llmr_router_link *l, const char *name)
-{
-    char *v = llmr_sync_local_version(l->o.data_dir, name);
-    char *models = llmr_path_join(l->o.data_dir, "models");
-    char *dir = models ? llmr_path_join(models, name) : NULL;
-    char *marker = dir ? llmr_path_join(dir, ".llmr-manifest.json") : NULL;
-    bool yes = v || (marker && access(marker, F_OK) == 0);
-    free(v);
-    free(marker);
-    free(dir);
-    free(models);
-    return yes;
-}
-
 /* Takes the model off the engine host and forgets its tokenizer and template. */
 static bool take_off_host(llmr_router_link *l, const char *name)
 {
@@ -360,7 +345,8 @@ static void read_models(llmr_router_link *l)
     json_array_foreach(json_object_get(status, "models"), i, hm)
     {
         const char *name = json_string_value(json_object_get(hm, "name"));
-        if (name && llmr_file_name_is_safe(name) && !listed(list, name) && synced_on_disk(l, name)) {
+        if (name && llmr_file_name_is_safe(name) && !listed(list, name) &&
+            llmr_sync_has_marker(l->o.data_dir, name)) {
             pthread_mutex_lock(&l->lock);
             bool known = find_synced(l, name) != NULL;
             pthread_mutex_unlock(&l->lock);
@@ -597,6 +583,29 @@ static bool sync_cancelled(llmr_router_link *l, const char *name, bool *deleted)
     return cancelled;
 }
 
+/* After a failed sync or manifest read: when the router no longer has the model (it
+ * was removed meanwhile, so its files answer 404), the failure is no error: the entry
+ * is marked for the sync thread to clean up.  True then. */
+static bool dropped_meanwhile(llmr_router_link *l, const char *name)
+{
+    char path[400];
+    snprintf(path, sizeof path, "/v0/models/%s", name);
+    json_t *answer = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    long st = request(l, "GET", path, NULL, &answer, &err);
+    json_decref(answer);
+    llmr_strbuf_free(&err);
+    if (st != 404)
+        return false;
+    pthread_mutex_lock(&l->lock);
+    synced *s = find_synced(l, name);
+    if (s)
+        s->cancel = s->deleted = true;
+    pthread_mutex_unlock(&l->lock);
+    llmr_log_info(COMPONENT, "model %s: sync stopped (the router no longer lists it)", name);
+    return true;
+}
+
 static void sync_one(llmr_router_link *l, const char *name)
 {
     llmr_strbuf err = LLMR_STRBUF_INIT;
@@ -607,6 +616,8 @@ static void sync_one(llmr_router_link *l, const char *name)
     if (st != 200 || !json_is_object(manifest)) {
         if (!err.len)
             llmr_strbuf_puts(&err, "the manifest is not a JSON object");
+        if (st == 404 && dropped_meanwhile(l, name))
+            goto done;
         llmr_log_error(COMPONENT, "model %s: cannot read its manifest: %s", name, llmr_strbuf_cstr(&err));
         set_state(l, name, "failed", llmr_strbuf_cstr(&err));
         goto done;
@@ -634,6 +645,8 @@ static void sync_one(llmr_router_link *l, const char *name)
                       deleted ? "the router no longer lists it" : "the router has another version");
         goto done;
     }
+    if (s != LLMR_OK && s != LLMR_CANCELLED && dropped_meanwhile(l, name))
+        goto done;
     if (s != LLMR_OK) {
         llmr_log_error(COMPONENT, "model %s: sync failed (%s): %s", name, llmr_status_name(s),
                        llmr_strbuf_cstr(&err));

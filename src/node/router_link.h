@@ -1,7 +1,10 @@
 /* The node's link to its router (docs/node-router-protocol.md): registration at start,
  * heartbeats with metrics and sync progress every few seconds, registration again when
  * the router has forgotten the node (it restarted), and the model list: every model the
- * router lists is synced (model_sync.h) and added to the engine host when complete. */
+ * router lists is synced (model_sync.h) and added to the engine host when complete; a
+ * model it no longer lists is taken off the host and deleted (its sync stopped), one
+ * whose version changed is taken off and synced again, one whose unload count went up
+ * is unloaded. */
 #ifndef LLMR_NODE_ROUTER_LINK_H
 #define LLMR_NODE_ROUTER_LINK_H
 

@@ -3,7 +3,8 @@
 # ps (what is loaded where), stop (unloaded on the node, its files kept, the next
 # request loads it again), rm (the node's copy deleted, the node's own port answers 404
 # for it, the router too), a model registered again under the same name with other
-# files (the node syncs it again and answers with the new model, never the old copy),
+# files or another tokenizer (the node syncs it again and answers with the new model,
+# never the old copy),
 # rm during a slow sync from a fake Hub (nothing left on the node, no ERROR in the log),
 # and a load that failed, retried after the backoff once its cause is gone (the node
 # does not answer 503 for good).
@@ -149,6 +150,27 @@ chat_new() {
 wait_for "again answers from its new files (old answer \"$old_answer\", now $code \"$content\")" chat_new
 chat "http://127.0.0.1:$nport" again
 [[ $code == 200 && $content != "$old_answer" ]] || fail "the node's own port answers from the new files too: $code $content"
+
+# the same weights with another tokenizer (the byte tokens' ids rotated): the node reads
+# the new tokenizer, not the one it had for the name
+cp -r "$tmp/src/loop" "$tmp/src/retok"
+python3 - "$tmp/src/retok/tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+v = t["model"]["vocab"]
+t["model"]["vocab"] = {k: ((i + 1) % 256 if i < 256 else i) for k, i in v.items()}
+json.dump(t, open(sys.argv[1], "w"))
+PY
+expect 0 "pull ./loop as tok" -- "$LLMR" pull "$tmp/src/loop" --name tok --timeout 30
+chat "$LLMR_ROUTER" tok
+tok_answer=$content
+expect 0 "rm tok" -- "$LLMR" rm tok --no-wait
+expect 0 "pull ./retok as tok" -- "$LLMR" pull "$tmp/src/retok" --name tok --timeout 30
+retok() {
+  chat "$LLMR_ROUTER" tok
+  [[ $code == 200 && $content != "$tok_answer" ]]
+}
+wait_for "tok answers with its new tokenizer (old answer \"$tok_answer\", now $code \"$content\")" retok
 
 # --- rm during a sync: nothing left behind, no ERROR
 expect 0 "pull org/slow --no-wait" -- "$LLMR" pull org/slow --no-wait
