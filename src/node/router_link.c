@@ -583,19 +583,19 @@ static bool sync_cancelled(llmr_router_link *l, const char *name, bool *deleted)
     return cancelled;
 }
 
-/* After a failed sync or manifest read: when the router no longer has the model (it
+/* After a failed sync or manifest read: when the router no longer lists the model (it
  * was removed meanwhile, so its files answer 404), the failure is no error: the entry
  * is marked for the sync thread to clean up.  True then. */
 static bool dropped_meanwhile(llmr_router_link *l, const char *name)
 {
-    char path[400];
-    snprintf(path, sizeof path, "/v0/models/%s", name);
     json_t *answer = NULL;
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    long st = request(l, "GET", path, NULL, &answer, &err);
+    long st = request(l, "GET", "/v0/models", NULL, &answer, &err);
+    const json_t *list = json_object_get(answer, "models");
+    bool gone = st == 200 && json_is_array(list) && !listed(list, name);
     json_decref(answer);
     llmr_strbuf_free(&err);
-    if (st != 404)
+    if (!gone)
         return false;
     pthread_mutex_lock(&l->lock);
     synced *s = find_synced(l, name);
