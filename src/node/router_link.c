@@ -36,8 +36,8 @@ typedef struct synced {
     char *version;      /* the router's version of the model (NULL: it gives none) */
     json_int_t unloads; /* the router's count of unloads asked (llmr stop) */
     bool cancel;        /* stop the sync in progress */
-    bool deleted;       /* ...because the router no longer lists the model */
-    bool changed;       /* ...because its version changed: sync it again */
+    bool deleted;       /* ...because the router no longer lists the model (else its
+                           version changed: it is synced again) */
 } synced;
 
 struct llmr_router_link {
@@ -385,7 +385,7 @@ static void read_models(llmr_router_link *l)
                     free(known->version);
                     known->version = v;
                     if (!strcmp(known->state, "syncing")) {
-                        known->cancel = known->changed = true;
+                        known->cancel = true;
                     } else {
                         free(known->state);
                         known->state = strdup("queued");
@@ -715,7 +715,7 @@ static void *sync_main(void *arg)
             drop_synced(l, (size_t)(s - l->models));
             forget = true;
         } else if (s && s->cancel) {
-            s->cancel = s->changed = false;
+            s->cancel = false;
             free(s->state);
             s->state = strdup("queued");
             free(s->reason);

@@ -198,5 +198,10 @@ wait_for "after the backoff the next request loads flaky again (last: $code $(he
 
 kill -TERM "$serve_pid"
 wait "$serve_pid"
+rc=$?
 serve_pid=
+[[ $rc == 0 ]] || fail "serve exits 0 on SIGTERM, got $rc: $(tail -20 "$tmp/serve.log")"
+if grep -Eq 'AddressSanitizer|LeakSanitizer|runtime error' "$tmp/serve.log"; then
+  fail "sanitizer reports in the log: $(grep -E -A20 'Sanitizer|runtime error' "$tmp/serve.log" | head -40)"
+fi
 finish_checks lifecycle
