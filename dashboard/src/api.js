@@ -82,5 +82,6 @@ export const api = {
   revokeKey: (key, id) => request(key, 'DELETE', `/v0/keys/${encodeURIComponent(id)}`),
   registerModel: (key, body) => request(key, 'POST', '/v0/models', body),
   deleteModel: (key, name) => request(key, 'DELETE', `/v0/models/${encodeURIComponent(name)}`),
+  unloadModel: (key, name) => request(key, 'POST', `/v0/models/${encodeURIComponent(name)}/unload`),
   render: (key, name, body) => request(key, 'POST', `/v0/models/${encodeURIComponent(name)}/render`, body),
 };

@@ -62,7 +62,8 @@ static void help(FILE *out)
                  "                        on a small disk, whose routers spread tokens over the\n"
                  "                        experts as a trained model's do (gpt-oss-120b: 4.4 of\n"
                  "                        65 GB written)\n"
-                 "  --seed N              the random fill's seed (default 0)\n"
+                 "  --seed N              the random fill's seed (default 0); for loopback,\n"
+                 "                        the seed of its next-token table\n"
                  "  --threads N           threads generating data (default: the CPUs online)\n"
                  "  --tokenizer-from DIR  copy tokenizer.json (required), tokenizer_config.json,\n"
                  "                        special_tokens_map.json and chat_template.jinja from\n"
@@ -209,6 +210,8 @@ static int synth(int argc, char **argv)
     if (strcmp(o.preset, "loopback") == 0) {
         llmr_loopback_model_options lo;
         llmr_loopback_model_options_default(&lo);
+        if (o.seed)
+            lo.seed = o.seed; /* another table: a model that answers differently */
         st = llmr_loopback_model_write(o.out_dir, &lo, &err);
         if (st == LLMR_OK) {
             fprintf(stderr, "wrote %s (preset loopback: vocabulary %u, context %u)\n", o.out_dir,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -59,7 +60,9 @@ static void help(FILE *out)
             "                        takes token_delay_us)\n"
             "With --router URL (or LLMR_ROUTER) it registers with that router, sends a\n"
             "heartbeat every --heartbeat seconds (default 5), and fetches and verifies the\n"
-            "models the router lists into DATA_DIR/models (docs/node-router-protocol.md).\n"
+            "models the router lists into DATA_DIR/models (docs/node-router-protocol.md);\n"
+            "a model the router removes (llmr rm) is unloaded and its copy deleted, one it\n"
+            "registers again with other files is fetched again, and llmr stop unloads one.\n"
             "Its /v1 then answers only the credential the router gave it at registration,\n"
             "or --api-key: a client that goes around the router gets 401 (docs/security.md).\n"
             "  --node-key KEY        the router's node key (or LLMR_NODE_KEY); one node a key\n"
@@ -71,7 +74,8 @@ static void help(FILE *out)
             "  --origin-allowlist H  hosts a model file may be fetched from directly\n"
             "                        (default huggingface.co,hf.co)\n"
             "  --prefer-origin       fetch from an allowed origin before the router\n\n"
-            "The other forms talk to that running node:\n"
+            "The other forms talk to that running node (through its control socket; with no\n"
+            "node at DATA_DIR, the node `llmr serve` runs in DATA_DIR/node):\n"
             "  status          plugins (and refused ones, with why), models (state, reason,\n"
             "                  engine, worker, memory) and memory readings\n"
             "  metrics         counters and gauges in Prometheus text: requests, tokens,\n"
@@ -91,10 +95,31 @@ static const char *or_empty(const char *s)
     return s ? s : "";
 }
 
+/* The control socket of the node of DATA_DIR: DATA_DIR/run/node.sock, or, when there
+ * is none, that of the node `llmr serve` runs in DATA_DIR/node. */
+static char *node_socket_path(const char *data_dir, llmr_strbuf *err)
+{
+    char *path = llmr_control_socket_path(data_dir, err);
+    struct stat st;
+    if (!path || stat(path, &st) == 0)
+        return path;
+    char *serve_dir = data_dir ? llmr_path_join(data_dir, "node") : NULL;
+    llmr_strbuf ignored = LLMR_STRBUF_INIT;
+    char *serve_path = serve_dir ? llmr_control_socket_path(serve_dir, &ignored) : NULL;
+    llmr_strbuf_free(&ignored);
+    free(serve_dir);
+    if (serve_path && stat(serve_path, &st) == 0) {
+        free(path);
+        return serve_path;
+    }
+    free(serve_path);
+    return path;
+}
+
 static int connect_node(const llmr_config *cfg)
 {
     llmr_strbuf err = LLMR_STRBUF_INIT;
-    char *path = llmr_control_socket_path(llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR), &err);
+    char *path = node_socket_path(llmr_config_get(cfg, LLMR_CONFIG_DATA_DIR), &err);
     if (!path) {
         llmr_cli_error("node", "%s", llmr_strbuf_cstr(&err));
         llmr_strbuf_free(&err);

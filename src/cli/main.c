@@ -15,7 +15,8 @@
 
 static const llmr_command *const commands[] = {
     &llmr_cmd_serve,    &llmr_cmd_router,     &llmr_cmd_node,       &llmr_cmd_pull,     &llmr_cmd_list,
-    &llmr_cmd_keys,     &llmr_cmd_audit,      &llmr_cmd_run,        &llmr_cmd_inspect,
+    &llmr_cmd_ps,       &llmr_cmd_stop,       &llmr_cmd_rm,         &llmr_cmd_keys,     &llmr_cmd_audit,
+    &llmr_cmd_run,      &llmr_cmd_inspect,
     &llmr_cmd_tokenize, &llmr_cmd_detokenize, &llmr_cmd_template, &llmr_cmd_model,
     &llmr_cmd_bench,    &llmr_cmd_logits,     &llmr_cmd_config,
 };

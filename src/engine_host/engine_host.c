@@ -283,6 +283,11 @@ void llmr_engine_host_free(llmr_engine_host *h)
         h->models = m->next;
         free_model(m);
     }
+    while (h->removed) {
+        hmodel *m = h->removed;
+        h->removed = m->next;
+        free_model(m);
+    }
     for (size_t i = 0; i < h->budget_count; i++)
         free(h->budgets[i].plugin_id);
     free(h->budgets);
@@ -473,6 +478,38 @@ llmr_status llmr_engine_host_unload(llmr_engine_host *h, const char *name, llmr_
         llmr_log_info(HOST_COMPONENT, "model %s unloaded (its worker ends after %u running "
                                       "request(s))",
                       name, hw->in_flight);
+    }
+    pthread_mutex_unlock(&h->lock);
+    outbox_flush(h, &ob);
+    return st;
+}
+
+llmr_status llmr_engine_host_remove_model(llmr_engine_host *h, const char *name, llmr_strbuf *err)
+{
+    outbox ob = {0};
+    pthread_mutex_lock(&h->lock);
+    hmodel **pp = &h->models;
+    while (*pp && strcmp((*pp)->name, name) != 0)
+        pp = &(*pp)->next;
+    hmodel *m = *pp;
+    llmr_status st = LLMR_OK;
+    if (!m) {
+        llmr_strbuf_printf(err, "no model named %s", name);
+        st = LLMR_NOT_FOUND;
+    } else {
+        *pp = m->next;
+        m->next = h->removed;
+        h->removed = m;
+        m->removed = true;
+        m->keep_loaded = false;
+        requests_fail_queue(m, &ob, LLMR_NOT_FOUND, "the model was removed from this node");
+        if (m->current) {
+            hworker *hw = m->current;
+            m->current = NULL;
+            worker_retire(h, hw, &ob);
+        }
+        m->state = MODEL_IDLE;
+        llmr_log_info(HOST_COMPONENT, "model %s removed from this node", name);
     }
     pthread_mutex_unlock(&h->lock);
     outbox_flush(h, &ob);

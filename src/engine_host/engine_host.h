@@ -96,6 +96,10 @@ llmr_status llmr_engine_host_add_model(llmr_engine_host *h, const llmr_model_spe
 llmr_status llmr_engine_host_load(llmr_engine_host *h, const char *name, llmr_strbuf *err);
 /* Stops routing to the model's worker and lets it exit when its requests are done. */
 llmr_status llmr_engine_host_unload(llmr_engine_host *h, const char *name, llmr_strbuf *err);
+/* Takes the model off the host: its queued requests fail (NOT_FOUND), its worker exits
+ * once its running requests are done, and the name is free for another add.  NOT_FOUND
+ * when there is no such model. */
+llmr_status llmr_engine_host_remove_model(llmr_engine_host *h, const char *name, llmr_strbuf *err);
 
 typedef struct llmr_gen_event {
     uint64_t request_id;

@@ -124,6 +124,9 @@ struct hmodel {
     unsigned failures;            /* consecutive failed loads and crashes */
     uint64_t retry_at_ms;
     bool keep_loaded;             /* reload after a crash (it was serving) */
+    bool removed;                 /* taken off the node (h->removed): a load that ends
+                                     now retires its worker at once */
+    int64_t loaded_since;         /* unix seconds of the current worker's load */
     double last_load_ms;
     uint64_t loads, restarts, requests, tokens, timeouts, failed_requests;
 };
@@ -174,6 +177,9 @@ struct llmr_engine_host {
     json_t *refused;              /* plugins refused at the last scan */
     json_t *engines;              /* id -> what its describe() said */
     hmodel *models;
+    hmodel *removed;              /* models taken off (llmr_engine_host_remove_model): kept
+                                     until the host is freed, as workers and requests
+                                     may still point at them */
     hworker *workers;
     uint64_t next_request_id;
     llmr_resource_monitor *monitor;

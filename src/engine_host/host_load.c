@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -293,8 +294,14 @@ static void load_finished(llmr_engine_host *h, load_job *job, llmr_status st, co
                           m->name, hw->plugin.id, hw->plugin.version, m->last_load_ms,
                           llmr_worker_pid(hw->w));
         }
+        m->loaded_since = (int64_t)time(NULL);
         requests_dispatch(h, m, ob);
         outbox_send(ob, hw, LLMR_WIRE_PING, 0, NULL); /* its idle memory: the baseline */
+        if (m->removed) { /* taken off while it loaded: nothing will use it */
+            m->current = NULL;
+            m->keep_loaded = false;
+            worker_retire(h, hw, ob);
+        }
     } else {
         hw->phase = WORKER_EXITING;
         if (hw->w && !hw->exited)

@@ -9,13 +9,19 @@
 
 static json_t *model_json(llmr_engine_host *h, const hmodel *m, uint64_t now)
 {
+    /* A failed load whose backoff is over is idle again: the next request loads it
+     * (the reason stays, saying what went wrong last time). */
+    model_state state = m->state == MODEL_FAILED && now >= m->retry_at_ms ? MODEL_IDLE : m->state;
     json_t *o = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:I, s:s}", "name", m->name, "state",
-                          model_state_name(m->state), "format", m->format, "runtime", m->runtime,
+                          model_state_name(state), "format", m->format, "runtime", m->runtime,
                           "architecture", m->architecture, "weight_bytes",
                           (json_int_t)m->total_bytes, "dir", m->dir);
     if (m->reason) {
         json_object_set_new(o, "reason", json_string(m->reason));
         json_object_set_new(o, "reason_code", json_string(llmr_status_name(m->reason_code)));
+        if (m->state == MODEL_FAILED)
+            json_object_set_new(o, "retry_in_s", json_real(now >= m->retry_at_ms ? 0.0
+                                                           : (double)(m->retry_at_ms - now) / 1000.0));
     }
     if (m->has_engine) {
         json_object_set_new(o, "engine", json_sprintf("%s %s", m->engine.id, m->engine.version));
@@ -31,6 +37,7 @@ static json_t *model_json(llmr_engine_host *h, const hmodel *m, uint64_t now)
                                (int)w->context_length);
         json_object_set_new(wj, "engine", json_sprintf("%s %s", w->plugin.id, w->plugin.version));
         json_object_set_new(o, "worker", wj);
+        json_object_set_new(o, "loaded_since", json_integer((json_int_t)m->loaded_since));
     }
     json_object_set_new(o, "queued", json_integer(m->queued));
     json_object_set_new(o, "last_used_s_ago",

@@ -910,3 +910,60 @@ done:
     free(marker_path);
     return status;
 }
+
+bool llmr_sync_remove_model(const char *data_dir, const char *name)
+{
+    if (!data_dir || !name || !llmr_file_name_is_safe(name))
+        return false;
+    char *models_dir = llmr_path_join(data_dir, "models");
+    char *model_dir = models_dir ? llmr_path_join(models_dir, name) : NULL;
+    char *partial_dir = models_dir ? join3(models_dir, PARTIAL_DIR, name) : NULL;
+    char *partial_root = models_dir ? llmr_path_join(models_dir, PARTIAL_DIR) : NULL;
+    bool ok = model_dir && partial_dir && partial_root;
+    if (ok) {
+        remove_tree(model_dir);
+        remove_tree(partial_dir);
+        rmdir(partial_root); /* fails while other models are syncing: fine */
+        struct stat st;
+        ok = lstat(model_dir, &st) != 0 && lstat(partial_dir, &st) != 0;
+    }
+    free(models_dir);
+    free(model_dir);
+    free(partial_dir);
+    free(partial_root);
+    return ok;
+}
+
+bool llmr_sync_has_marker(const char *data_dir, const char *name)
+{
+    if (!data_dir || !name || !llmr_file_name_is_safe(name))
+        return false;
+    char *models_dir = llmr_path_join(data_dir, "models");
+    char *path = models_dir ? join3(models_dir, name, MARKER_NAME) : NULL;
+    struct stat st;
+    bool yes = path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+    free(path);
+    free(models_dir);
+    return yes;
+}
+
+char *llmr_sync_local_version(const char *data_dir, const char *name)
+{
+    if (!data_dir || !name || !llmr_file_name_is_safe(name))
+        return NULL;
+    char *models_dir = llmr_path_join(data_dir, "models");
+    char *path = models_dir ? join3(models_dir, name, MARKER_NAME) : NULL;
+    char *version = NULL;
+    if (path) {
+        llmr_strbuf err = LLMR_STRBUF_INIT;
+        llmr_status st;
+        json_t *doc = llmr_json_load_file(path, MAX_MARKER_BYTES, &st, &err);
+        const char *v = clean_string(json_object_get(doc, "version"));
+        version = v ? strdup(v) : NULL;
+        json_decref(doc);
+        llmr_strbuf_free(&err);
+    }
+    free(path);
+    free(models_dir);
+    return version;
+}

@@ -60,6 +60,19 @@ void llmr_sync_options_default(llmr_sync_options *o);
 llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, json_t **skipped,
                             llmr_strbuf *err);
 
+/* Deletes what this node holds of a model: DATA_DIR/models/NAME and its partial
+ * downloads (DATA_DIR/models/.partial/NAME).  The name must be a safe file name
+ * (llmr_file_name_is_safe); true when nothing of it is left. */
+bool llmr_sync_remove_model(const char *data_dir, const char *name);
+
+/* Whether DATA_DIR/models/NAME holds the marker of a complete sync: it came from a
+ * router (a directory put there by hand has none). */
+bool llmr_sync_has_marker(const char *data_dir, const char *name);
+
+/* The "version" in the manifest of the model's last complete sync (its marker), or
+ * NULL (none, or no marker); the caller frees it. */
+char *llmr_sync_local_version(const char *data_dir, const char *name);
+
 /* Checks a manifest's shape and paths without fetching (INVALID_ARGUMENT + err). */
 llmr_status llmr_manifest_check(const json_t *manifest, llmr_strbuf *err);
 

@@ -1165,6 +1165,12 @@ unsigned llmr_node_http_port(const llmr_node_http *n)
     return llmr_http_server_port(n->srv);
 }
 
+void llmr_node_http_forget_model(llmr_node_http *n, const char *name)
+{
+    if (n)
+        llmr_node_prompts_forget(n->prompts, name);
+}
+
 unsigned llmr_node_http_in_flight(const llmr_node_http *n)
 {
     return llmr_node_metrics_get_in_flight((llmr_node_metrics *)&n->metrics);

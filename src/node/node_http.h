@@ -46,6 +46,9 @@ unsigned llmr_node_http_port(const llmr_node_http *n);
 /* The credential the router presents (from its registration answer; NULL: none yet,
  * so only api_key opens /v1). */
 void llmr_node_http_set_router_secret(llmr_node_http *n, const char *secret);
+/* The model was removed or its files changed: its tokenizer and template are read
+ * again on its next request. */
+void llmr_node_http_forget_model(llmr_node_http *n, const char *name);
 /* In-flight requests (for heartbeats). */
 unsigned llmr_node_http_in_flight(const llmr_node_http *n);
 /* The HTTP layer's Prometheus text (requests, tokens, TTFT and per-token latency

@@ -25,6 +25,7 @@ struct llmr_node_prompt {
     bool harmony_template;
     llmr_chat_guard *guard;   /* the tokenizer's special tokens, kept text in request strings */
     bool special_in_content;  /* the model's opt-out: no guard */
+    bool stale;               /* forgotten: kept for the references handed out */
 };
 
 struct llmr_node_prompts {
@@ -237,7 +238,7 @@ const llmr_node_prompt *llmr_node_prompts_get(llmr_node_prompts *c, const char *
 {
     pthread_mutex_lock(&c->lock);
     llmr_node_prompt *p = c->head;
-    while (p && !(strcmp(p->name, name) == 0 && strcmp(p->dir, dir) == 0))
+    while (p && !(!p->stale && strcmp(p->name, name) == 0 && strcmp(p->dir, dir) == 0))
         p = p->next;
     if (!p && (p = prompt_load(name, dir, status, err))) {
         p->next = c->head;
@@ -247,6 +248,15 @@ const llmr_node_prompt *llmr_node_prompts_get(llmr_node_prompts *c, const char *
     if (p)
         *status = LLMR_OK;
     return p;
+}
+
+void llmr_node_prompts_forget(llmr_node_prompts *c, const char *name)
+{
+    pthread_mutex_lock(&c->lock);
+    for (llmr_node_prompt *p = c->head; p; p = p->next)
+        if (strcmp(p->name, name) == 0)
+            p->stale = true;
+    pthread_mutex_unlock(&c->lock);
 }
 
 const llmr_tokenizer *llmr_node_prompt_tokenizer(const llmr_node_prompt *p)

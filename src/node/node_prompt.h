@@ -27,6 +27,9 @@ const llmr_node_prompt *llmr_node_prompts_get(llmr_node_prompts *c, const char *
                                               const char *dir, llmr_status *status,
                                               llmr_strbuf *err);
 
+/* The model's files changed or went (it was removed, or synced again in another
+ * version): the next get loads them again.  References handed out stay valid. */
+void llmr_node_prompts_forget(llmr_node_prompts *c, const char *name);
 const llmr_tokenizer *llmr_node_prompt_tokenizer(const llmr_node_prompt *p);
 
 /* Where the template came from: one of LLMR_CHAT_ORIGIN_* (template/chat_format.h);

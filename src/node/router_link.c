@@ -1,7 +1,9 @@
 /* The node's link to its router: see router_link.h and docs/node-router-protocol.md.
  *
  * Two threads: the link thread registers (again after a 404 on a heartbeat: the
- * router restarted), sends heartbeats and reads the router's model list; the sync
+ * router restarted), sends heartbeats and reads the router's model list (acting on
+ * removals, new versions and unloads at once, except a model being synced: its sync
+ * is told to stop and the sync thread cleans up after it); the sync
  * thread fetches the models that list names, one at a time, so that a long download
  * never delays a heartbeat.  The state both share (registration, each model's sync
  * progress and outcome) sits under one lock. */
@@ -34,6 +36,11 @@ typedef struct synced {
     llmr_sync_progress progress;
     char *file;         /* progress.file, owned */
     uint64_t retry_at_ms; /* a failed sync is tried again after this */
+    char *version;      /* the router's version of the model (NULL: it gives none) */
+    json_int_t unloads; /* the router's count of unloads asked (llmr stop) */
+    bool cancel;        /* stop the sync in progress */
+    bool deleted;       /* ...because the router no longer lists the model (else its
+                           version changed: it is synced again) */
 } synced;
 
 struct llmr_router_link {
@@ -209,6 +216,17 @@ static json_t *heartbeat(llmr_router_link *l)
         json_t *reason = json_object_get(m, "reason");
         if (!ready && reason)
             json_object_set(e, "reason", reason);
+        /* what `llmr ps` shows: loaded or not, memory, requests, since when */
+        json_t *w = json_object_get(m, "worker");
+        json_object_set_new(e, "loaded", json_boolean(w != NULL));
+        json_object_set(e, "queued", json_object_get(m, "queued"));
+        if (w) {
+            json_object_set(e, "vram_bytes", json_object_get(w, "vram_bytes"));
+            json_object_set(e, "ram_bytes", json_object_get(w, "ram_bytes"));
+            json_object_set(e, "running", json_object_get(w, "in_flight"));
+            json_object_set(e, "loaded_since", json_object_get(m, "loaded_since"));
+            json_object_set(e, "engine", json_object_get(w, "engine"));
+        }
         json_array_append_new(models, e);
     }
     for (size_t k = 0; k < l->n_models; k++) {
@@ -342,7 +360,87 @@ static bool do_register(llmr_router_link *l, llmr_strbuf *err)
     return ok;
 }
 
-/* Reads the router's model list and queues the models this node does not have yet. */
+static void free_synced(synced *s)
+{
+    free(s->name);
+    free(s->state);
+    free(s->reason);
+    free(s->file);
+    free(s->version);
+}
+
+/* Caller holds the lock: takes models[i] out of the list. */
+static void drop_synced(llmr_router_link *l, size_t i)
+{
+    free_synced(&l->models[i]);
+    memmove(&l->models[i], &l->models[i + 1], (l->n_models - i - 1) * sizeof *l->models);
+    l->n_models--;
+}
+
+/* Takes the model off the engine host and forgets its tokenizer and template. */
+static bool take_off_host(llmr_router_link *l, const char *name)
+{
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    bool was = llmr_engine_host_remove_model(l->host, name, &err) == LLMR_OK;
+    llmr_node_http_forget_model(l->http, name);
+    llmr_strbuf_free(&err);
+    return was;
+}
+
+/* The model is gone from the router: off the engine host, its files deleted. */
+static void forget_model(llmr_router_link *l, const char *name)
+{
+    bool served = take_off_host(l, name);
+    bool clean = llmr_sync_remove_model(l->o.data_dir, name);
+    if (clean)
+        llmr_log_info(COMPONENT, "model %s: the router no longer lists it: %sits files are deleted", name,
+                      served ? "unloaded and " : "");
+    else
+        llmr_log_warn(COMPONENT, "model %s: the router no longer lists it, but some of its files could "
+                                 "not be deleted (the log above says which)",
+                      name);
+}
+
+/* Names collected under the lock, acted on after it. */
+typedef struct name_list {
+    char **v;
+    size_t n;
+} name_list;
+
+static void name_add(name_list *nl, const char *name)
+{
+    char **grown = realloc(nl->v, (nl->n + 1) * sizeof *grown);
+    if (!grown)
+        return;
+    nl->v = grown;
+    if ((nl->v[nl->n] = strdup(name)) != NULL)
+        nl->n++;
+}
+
+static void name_list_free(name_list *nl)
+{
+    for (size_t i = 0; i < nl->n; i++)
+        free(nl->v[i]);
+    free(nl->v);
+}
+
+static const json_t *listed(const json_t *list, const char *name)
+{
+    size_t i;
+    const json_t *m;
+    json_array_foreach(list, i, m)
+    {
+        const char *n = json_string_value(json_object_get(m, "name"));
+        if (n && !strcmp(n, name))
+            return m;
+    }
+    return NULL;
+}
+
+/* Reads the router's model list: queues the models this node does not have yet, syncs
+ * again a model whose version changed (never serving the old copy meanwhile), unloads
+ * a model whose unload count went up (llmr stop), and deletes what the router no
+ * longer lists (llmr rm), stopping its sync when one is in progress. */
 static void read_models(llmr_router_link *l)
 {
     json_t *answer = NULL;
@@ -355,12 +453,73 @@ static void read_models(llmr_router_link *l)
                       err.len ? llmr_strbuf_cstr(&err) : "no \"models\" array in the answer");
         goto done;
     }
+    name_list take_off = {0}, unload = {0}, forget = {0};
+    /* Models synced by an earlier run, on disk and served, that the router dropped
+     * while this node was away. */
+    json_t *status = llmr_engine_host_status(l->host), *hm;
+    json_array_foreach(json_object_get(status, "models"), i, hm)
+    {
+        const char *name = json_string_value(json_object_get(hm, "name"));
+        if (name && llmr_file_name_is_safe(name) && !listed(list, name) &&
+            llmr_sync_has_marker(l->o.data_dir, name)) {
+            pthread_mutex_lock(&l->lock);
+            bool known = find_synced(l, name) != NULL;
+            pthread_mutex_unlock(&l->lock);
+            if (!known)
+                name_add(&forget, name);
+        }
+    }
+    json_decref(status);
     pthread_mutex_lock(&l->lock);
     bool added = false;
+    for (size_t k = 0; k < l->n_models;) {
+        synced *s = &l->models[k];
+        if (listed(list, s->name)) {
+            k++;
+        } else if (!strcmp(s->state, "syncing")) {
+            s->cancel = s->deleted = true; /* the sync thread cleans up when it stops */
+            k++;
+        } else {
+            name_add(&forget, s->name);
+            drop_synced(l, k);
+        }
+    }
     json_array_foreach(list, i, m)
     {
         const char *name = json_string_value(json_object_get(m, "name"));
-        if (!name || !llmr_file_name_is_safe(name) || find_synced(l, name) || l->n_models >= MAX_MODELS)
+        const char *version = json_string_value(json_object_get(m, "version"));
+        json_int_t unloads = json_integer_value(json_object_get(m, "unloads"));
+        synced *known = name ? find_synced(l, name) : NULL;
+        if (known) {
+            if (version && (!known->version || strcmp(version, known->version) != 0)) {
+                char *v = strdup(version);
+                if (v) {
+                    llmr_log_info(COMPONENT, "model %s: the router has another version (%s, was %s): "
+                                             "syncing it again",
+                                  name, version, known->version ? known->version : "none");
+                    free(known->version);
+                    known->version = v;
+                    if (!strcmp(known->state, "syncing")) {
+                        known->cancel = true;
+                    } else {
+                        free(known->state);
+                        known->state = strdup("queued");
+                        free(known->reason);
+                        known->reason = NULL;
+                        added = true;
+                    }
+                    name_add(&take_off, name);
+                }
+            }
+            if (unloads != known->unloads) {
+                /* a lower count: the router restarted; only a higher one asks */
+                if (unloads > known->unloads)
+                    name_add(&unload, name);
+                known->unloads = unloads;
+            }
+            continue;
+        }
+        if (!name || !llmr_file_name_is_safe(name) || l->n_models >= MAX_MODELS)
             continue;
         synced *grown = realloc(l->models, (l->n_models + 1) * sizeof *grown);
         if (!grown)
@@ -370,9 +529,10 @@ static void read_models(llmr_router_link *l)
         memset(s, 0, sizeof *s);
         s->name = strdup(name);
         s->state = strdup("queued");
+        s->version = version ? strdup(version) : NULL;
+        s->unloads = unloads;
         if (!s->name || !s->state) {
-            free(s->name);
-            free(s->state);
+            free_synced(s);
             break;
         }
         l->n_models++;
@@ -381,6 +541,20 @@ static void read_models(llmr_router_link *l)
     if (added)
         pthread_cond_broadcast(&l->wake);
     pthread_mutex_unlock(&l->lock);
+    llmr_strbuf why = LLMR_STRBUF_INIT;
+    for (size_t k = 0; k < take_off.n; k++) /* the old copy is served no more */
+        take_off_host(l, take_off.v[k]);
+    for (size_t k = 0; k < unload.n; k++) {
+        llmr_strbuf_reset(&why);
+        if (llmr_engine_host_unload(l->host, unload.v[k], &why) == LLMR_OK)
+            llmr_log_info(COMPONENT, "model %s: unloaded as the router asked (its files stay)", unload.v[k]);
+    }
+    for (size_t k = 0; k < forget.n; k++)
+        forget_model(l, forget.v[k]);
+    llmr_strbuf_free(&why);
+    name_list_free(&take_off);
+    name_list_free(&unload);
+    name_list_free(&forget);
 done:
     json_decref(answer);
     llmr_strbuf_free(&err);
@@ -482,7 +656,7 @@ static bool on_progress(void *user, const llmr_sync_progress *p)
             s->file = p->file ? strdup(p->file) : NULL;
         }
     }
-    bool stop = l->stopping;
+    bool stop = l->stopping || (s && s->cancel);
     pthread_mutex_unlock(&l->lock);
     return !stop;
 }
@@ -515,6 +689,40 @@ static bool host_has(llmr_router_link *l, const char *name)
     return found;
 }
 
+/* Whether the router dropped (*deleted) or changed the model since its sync began. */
+static bool sync_cancelled(llmr_router_link *l, const char *name, bool *deleted)
+{
+    pthread_mutex_lock(&l->lock);
+    synced *s = find_synced(l, name);
+    bool cancelled = s && s->cancel;
+    *deleted = s && s->deleted;
+    pthread_mutex_unlock(&l->lock);
+    return cancelled;
+}
+
+/* After a failed sync or manifest read: when the router no longer lists the model (it
+ * was removed meanwhile, so its files answer 404), the failure is no error: the entry
+ * is marked for the sync thread to clean up.  True then. */
+static bool dropped_meanwhile(llmr_router_link *l, const char *name)
+{
+    json_t *answer = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    long st = request(l, "GET", "/v0/models", NULL, &answer, &err);
+    const json_t *list = json_object_get(answer, "models");
+    bool gone = st == 200 && json_is_array(list) && !listed(list, name);
+    json_decref(answer);
+    llmr_strbuf_free(&err);
+    if (!gone)
+        return false;
+    pthread_mutex_lock(&l->lock);
+    synced *s = find_synced(l, name);
+    if (s)
+        s->cancel = s->deleted = true;
+    pthread_mutex_unlock(&l->lock);
+    llmr_log_info(COMPONENT, "model %s: sync stopped (the router no longer lists it)", name);
+    return true;
+}
+
 static void sync_one(llmr_router_link *l, const char *name)
 {
     llmr_strbuf err = LLMR_STRBUF_INIT;
@@ -525,6 +733,8 @@ static void sync_one(llmr_router_link *l, const char *name)
     if (st != 200 || !json_is_object(manifest)) {
         if (!err.len)
             llmr_strbuf_puts(&err, "the manifest is not a JSON object");
+        if (st == 404 && dropped_meanwhile(l, name))
+            goto done;
         llmr_log_error(COMPONENT, "model %s: cannot read its manifest: %s", name, llmr_strbuf_cstr(&err));
         set_state(l, name, "failed", llmr_strbuf_cstr(&err));
         goto done;
@@ -539,7 +749,21 @@ static void sync_one(llmr_router_link *l, const char *name)
     so.progress = on_progress;
     so.user = l;
     llmr_log_info(COMPONENT, "model %s: syncing", name);
+    /* Served from an earlier run's copy of another version: not any more. */
+    const char *version = json_string_value(json_object_get(manifest, "version"));
+    char *local = version ? llmr_sync_local_version(l->o.data_dir, name) : NULL;
+    if (version && (!local || strcmp(local, version) != 0) && host_has(l, name))
+        take_off_host(l, name);
+    free(local);
     llmr_status s = llmr_model_sync(&so, manifest, &skipped, &err);
+    bool deleted = false;
+    if (sync_cancelled(l, name, &deleted)) { /* the sync thread takes it from here */
+        llmr_log_info(COMPONENT, "model %s: sync stopped (%s)", name,
+                      deleted ? "the router no longer lists it" : "the router has another version");
+        goto done;
+    }
+    if (s != LLMR_OK && s != LLMR_CANCELLED && dropped_meanwhile(l, name))
+        goto done;
     if (s != LLMR_OK) {
         llmr_log_error(COMPONENT, "model %s: sync failed (%s): %s", name, llmr_status_name(s),
                        llmr_strbuf_cstr(&err));
@@ -547,6 +771,8 @@ static void sync_one(llmr_router_link *l, const char *name)
         goto done;
     }
     /* the sync logged each optional file it skipped */
+    if (sync_cancelled(l, name, &deleted))
+        goto done; /* dropped or changed meanwhile: not served */
     if (!host_has(l, name)) {
         char *models = llmr_path_join(l->o.data_dir, "models");
         char *dir = models ? llmr_path_join(models, name) : NULL;
@@ -598,8 +824,26 @@ static void *sync_main(void *arg)
         }
         pthread_mutex_unlock(&l->lock);
         sync_one(l, next);
-        free(next);
         pthread_mutex_lock(&l->lock);
+        /* The router dropped or changed the model while it synced. */
+        synced *s = find_synced(l, next);
+        bool forget = false;
+        if (s && s->deleted) {
+            drop_synced(l, (size_t)(s - l->models));
+            forget = true;
+        } else if (s && s->cancel) {
+            s->cancel = false;
+            free(s->state);
+            s->state = strdup("queued");
+            free(s->reason);
+            s->reason = NULL;
+        }
+        if (forget) {
+            pthread_mutex_unlock(&l->lock);
+            forget_model(l, next);
+            pthread_mutex_lock(&l->lock);
+        }
+        free(next);
     }
     pthread_mutex_unlock(&l->lock);
     return NULL;
@@ -684,12 +928,8 @@ void llmr_router_link_stop(llmr_router_link *l)
         pthread_join(l->link_thread, NULL);
         pthread_join(l->sync_thread, NULL);
     }
-    for (size_t i = 0; i < l->n_models; i++) {
-        free(l->models[i].name);
-        free(l->models[i].state);
-        free(l->models[i].reason);
-        free(l->models[i].file);
-    }
+    for (size_t i = 0; i < l->n_models; i++)
+        free_synced(&l->models[i]);
     free(l->models);
     json_decref(l->proofs);
     free(l->node_id);

@@ -1,10 +1,12 @@
 /* The node's link to its router (docs/node-router-protocol.md): registration at start,
  * heartbeats with metrics and sync progress every few seconds, registration again when
  * the router has forgotten the node (it restarted), and the model list: every model the
- * router lists is synced (model_sync.h) and added to the engine host when complete.
- * The registration answer's secret becomes the credential the node's HTTP API asks
- * of the router (node_http.h); the router's challenges in heartbeat answers are
- * answered from the synced files in the next heartbeat. */
+ * router lists is synced (model_sync.h) and added to the engine host when complete; a
+ * model it no longer lists is taken off the host and deleted (its sync stopped), one
+ * whose version changed is taken off and synced again, one whose unload count went up
+ * is unloaded.  The registration answer's secret becomes the credential the node's
+ * HTTP API asks of the router (node_http.h); the router's challenges in heartbeat
+ * answers are answered from the synced files in the next heartbeat. */
 #ifndef LLMR_NODE_ROUTER_LINK_H
 #define LLMR_NODE_ROUTER_LINK_H
 

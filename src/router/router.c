@@ -323,6 +323,8 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     router_events_init(r);
     pthread_mutex_init(&r->queue_lock, NULL);
     pthread_cond_init(&r->queue_cond, NULL);
+    pthread_mutex_init(&r->unloads_lock, NULL);
+    r->unloads = json_object();
     llmr_status st = llmr_http_cors_new(r->o.cors_origins, &r->cors, err);
     if (st == LLMR_OK && !llmr_node_allow_valid(r->o.node_url_allow, err))
         st = LLMR_INVALID_ARGUMENT;
@@ -423,6 +425,8 @@ void llmr_router_stop(llmr_router *r)
     router_limits_free(r->limits);
     pthread_mutex_destroy(&r->queue_lock);
     pthread_cond_destroy(&r->queue_cond);
+    pthread_mutex_destroy(&r->unloads_lock);
+    json_decref(r->unloads);
     free_options(&r->o);
     free(r);
 }

@@ -20,6 +20,7 @@
 
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "router/model_source.h"
 #include "router/node_address.h"
 
@@ -99,6 +100,45 @@ static void default_name(const char *source, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)(end - start), start);
 }
 
+void router_model_version(const json_t *manifest, int64_t created, char out[17])
+{
+    char *text = manifest ? json_dumps(manifest, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char when[32];
+    snprintf(when, sizeof when, "\n%lld", (long long)created);
+    llmr_sha256 c;
+    uint8_t digest[32];
+    char hex[65];
+    llmr_sha256_init(&c);
+    if (text)
+        llmr_sha256_update(&c, text, strlen(text));
+    llmr_sha256_update(&c, when, strlen(when));
+    llmr_sha256_final(&c, digest);
+    llmr_sha256_hex(digest, hex);
+    memcpy(out, hex, 16);
+    out[16] = 0;
+    free(text);
+}
+
+/* How many unloads of the model were asked (llmr stop) since the router started. */
+static json_int_t unload_count(llmr_router *r, const char *name)
+{
+    pthread_mutex_lock(&r->unloads_lock);
+    json_int_t n = json_integer_value(json_object_get(r->unloads, name));
+    pthread_mutex_unlock(&r->unloads_lock);
+    return n;
+}
+
+/* A copy of the model's manifest with its "version" (what GET .../manifest answers). */
+static json_t *versioned_manifest(const llmr_store_model *m)
+{
+    char version[17];
+    router_model_version(m->manifest, m->created, version);
+    json_t *o = json_deep_copy(m->manifest);
+    if (json_is_object(o))
+        json_object_set_new(o, "version", json_string(version));
+    return o;
+}
+
 /* Each node's state for the model: GET /v0/models/{name}'s "nodes". */
 static json_t *model_nodes_json(llmr_router *r, const char *name, uint64_t now)
 {
@@ -115,6 +155,10 @@ static json_t *model_json(llmr_router *r, const llmr_store_model *m, bool with_m
                           model_nodes_json(r, m->name, now));
     json_t *files = json_object_get(m->manifest, "files");
     json_object_set_new(o, "files", json_integer((json_int_t)json_array_size(files)));
+    char version[17];
+    router_model_version(m->manifest, m->created, version);
+    json_object_set_new(o, "version", json_string(version));
+    json_object_set_new(o, "unloads", json_integer(unload_count(r, m->name)));
     json_t *origin = json_object_get(m->chat_format, "origin");
     json_object_set(o, "chat_template_origin", origin ? origin : json_null());
     if (with_manifest) {
@@ -298,6 +342,13 @@ json_t *router_models_json(llmr_router *r, bool with_nodes)
                               "source_kind", json_object_get(m, "source_kind"), "ready",
                               name && llmr_node_registry_model_ready(r->nodes, name, now), "chat_template_origin",
                               json_object_get(m, "chat_template_origin"));
+        char version[17];
+        router_model_version(json_object_get(m, "manifest"),
+                             (int64_t)json_integer_value(json_object_get(m, "created")), version);
+        if (o) {
+            json_object_set_new(o, "version", json_string(version));
+            json_object_set_new(o, "unloads", json_integer(name ? unload_count(r, name) : 0));
+        }
         if (o && with_nodes)
             json_object_set_new(o, "nodes", name ? model_nodes_json(r, name, now) : json_array());
         json_array_append_new(out, o);
@@ -384,7 +435,7 @@ static void serve_file(const llmr_store_model *m, const char *path, const llmr_h
 static bool models_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                          llmr_http_reply *reply)
 {
-    /* /v0/models[/NAME[/manifest | /render | /files/PATH]]: PATH is the rest, slashes and all */
+    /* /v0/models[/NAME[/manifest | /render | /unload | /files/PATH]]: PATH is the rest, slashes and all */
     char seg[3][256];
     const char *rest = NULL;
     const char *files = strstr(req->path, "/files/");
@@ -426,6 +477,10 @@ static bool models_route(llmr_router *r, const router_caller *c, const llmr_http
             if (llmr_store_model_delete(r->store, seg[1], &err) == LLMR_OK) {
                 /* a model registered again under the name is proven again */
                 llmr_node_registry_forget_model(r->nodes, seg[1]);
+                pthread_mutex_lock(&r->unloads_lock);
+                json_object_del(r->unloads, seg[1]);
+                pthread_mutex_unlock(&r->unloads_lock);
+                llmr_log_info(COMPONENT, "model %s deleted: nodes unload it and delete their copy", seg[1]);
                 llmr_http_reply_json(reply, 200, json_pack("{s:s, s:b}", "name", seg[1], "deleted", 1));
             } else
                 router_error(reply, 404, "not_found_error", "model_not_found", "No model named \"%s\".",
@@ -438,7 +493,17 @@ static bool models_route(llmr_router *r, const router_caller *c, const llmr_http
             llmr_http_reply_json(reply, 200, model_json(r, &m, true));
     } else if (n == 3 && !rest && !strcmp(seg[2], "manifest") && is_method(req, "GET")) {
         if (router_need(c, LLMR_SCOPE_NODE, reply))
-            llmr_http_reply_json(reply, 200, json_incref(m.manifest));
+            llmr_http_reply_json(reply, 200, versioned_manifest(&m));
+    } else if (n == 3 && !rest && !strcmp(seg[2], "unload") && is_method(req, "POST")) {
+        if (router_need(c, LLMR_SCOPE_ADMIN, reply)) {
+            pthread_mutex_lock(&r->unloads_lock);
+            json_int_t count = json_integer_value(json_object_get(r->unloads, seg[1])) + 1;
+            json_object_set_new(r->unloads, seg[1], json_integer(count));
+            pthread_mutex_unlock(&r->unloads_lock);
+            llmr_log_info(COMPONENT, "model %s: unload asked: nodes unload it and keep its files", seg[1]);
+            llmr_http_reply_json(reply, 200, json_pack("{s:s, s:b, s:I}", "name", seg[1], "unloading", 1,
+                                                       "unloads", count));
+        }
     } else if (n == 3 && !rest && !strcmp(seg[2], "render") && is_method(req, "POST")) {
         if (router_need(c, LLMR_SCOPE_INFERENCE, reply))
             router_render_endpoint(r, &m, req, reply);

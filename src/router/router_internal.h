@@ -36,6 +36,10 @@ struct llmr_router {
     pthread_cond_t events_wake;  /* a stream's client left, or the router stops */
     router_metrics *metrics;     /* GET /metrics (router_metrics.c) */
     router_limits *limits;       /* per-key limits (router_limits.c) */
+    pthread_mutex_t unloads_lock;
+    json_t *unloads;             /* model name -> how many unloads were asked since the
+                                    router started (POST /v0/models/NAME/unload): nodes
+                                    unload the model when the count they see changes */
 };
 
 /* Who is asking: the scopes of the key presented (all, with --no-auth), its id. */
@@ -73,6 +77,10 @@ json_t *router_nodes_json(llmr_router *r);
 /* GET /v0/models' "models"; with_nodes adds to each model the "nodes" array of
  * GET /v0/models/{name} (each node's state for it). */
 json_t *router_models_json(llmr_router *r, bool with_nodes);
+/* A model's version: 16 hex digits of a hash of its manifest and registration time.
+ * A model deleted and registered again under its name has another, so that nodes
+ * fetch its files again and never serve the old copy. */
+void router_model_version(const json_t *manifest, int64_t created, char out[17]);
 /* GET /v0/requests' "requests": the newest limit entries first; NULL when the log
  * cannot be read (the log says why). */
 json_t *router_requests_json(llmr_router *r, size_t limit);

@@ -481,11 +481,24 @@ test('desktop: both charts are drawn', async (t) => {
   dw.check('on the charts page');
 });
 
-test('desktop: the nodes page after traffic, then sign out', async (t) => {
+test('desktop: the nodes page after traffic shows the model loaded, Unload unloads it, then sign out', async (t) => {
   if (!needSignIn(t)) return;
   await go(desk, 'nodes');
   await desk.locator(tid('node-card')).first().waitFor();
   await shot(desk, 'desktop-nodes-after');
+  if (loopReady) {
+    // the playground's chats loaded the loopback model: the node card says so (llmr ps);
+    // Unload on the models page unloads it (llmr stop) and the card stops saying it
+    const loaded = desk.locator(tid('node-models')).locator('li', { hasText: LOOP }).locator(tid('node-model-loaded'));
+    await loaded.waitFor({ timeout: 10000 });
+    assert.match(await loaded.textContent(), /loaded · .*B · \d+ running/);
+    await go(desk, 'models');
+    const row = desk.locator(`${tid('model-row')}[data-model="${LOOP}"]`);
+    await row.locator(tid('model-unload')).click();
+    await row.locator(tid('model-unload-note')).waitFor({ timeout: 5000 });
+    await go(desk, 'nodes');
+    await loaded.waitFor({ state: 'detached', timeout: 10000 });
+  }
   await desk.locator(tid('signout')).click();
   await desk.locator(tid('signin-key')).waitFor({ timeout: 5000 });
   const stored = await desk.evaluate(() => JSON.stringify(sessionStorage));

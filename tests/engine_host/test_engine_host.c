@@ -521,6 +521,63 @@ TEST(a_plugin_that_crashes_on_load_fails_the_load_not_the_node)
     llmr_engine_host_free(h);
 }
 
+TEST(a_failed_load_is_idle_again_once_its_backoff_is_over)
+{
+    const char *v[] = {"crash_on_load"};
+    llmr_engine_host *h = host_with(v, 1, NULL);
+    if (!h)
+        return;
+    add_model(h, "m", NULL);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_engine_host_load(h, "m", &err), LLMR_LOAD_FAILED);
+    /* the backoff is 100 ms here: after it, the model says the next request may load it
+     * (a router routes to it again), and keeps the reason of the last failure */
+    llmr_sleep_ms(400);
+    json_t *m = model_status(h, "m");
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "state")), "idle");
+    CHECK_CONTAINS(json_string_value(json_object_get(m, "reason")), "tries again");
+    CHECK(json_real_value(json_object_get(m, "retry_in_s")) == 0.0);
+    json_decref(m);
+    /* and the next request does try: it fails with the load's reason, not the backoff's */
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_engine_host_load(h, "m", &err), LLMR_LOAD_FAILED);
+    m = model_status(h, "m"); /* a second failure: the backoff doubled */
+    CHECK_EQ_STR(json_string_value(json_object_get(m, "state")), "failed");
+    CHECK_CONTAINS(json_string_value(json_object_get(m, "reason")), "tries again after 0.2 s");
+    json_decref(m);
+    llmr_strbuf_free(&err);
+    llmr_engine_host_free(h);
+}
+
+TEST(a_removed_model_is_gone_and_its_name_free)
+{
+    const char *v[] = {"good"};
+    llmr_engine_host *h = host_with(v, 1, NULL);
+    if (!h)
+        return;
+    add_model(h, "m", NULL);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    CHECK_EQ_INT(llmr_engine_host_load(h, "m", &err), LLMR_OK);
+    CHECK_EQ_INT(llmr_engine_host_remove_model(h, "m", &err), LLMR_OK);
+    json_t *m = model_status(h, "m");
+    CHECK(m == NULL);
+    json_decref(m);
+    run r;
+    run_init(&r);
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(submit(h, "m", 1, &r, NULL, &err), LLMR_NOT_FOUND);
+    run_free(&r);
+    CHECK_EQ_INT(llmr_engine_host_remove_model(h, "m", &err), LLMR_NOT_FOUND);
+    /* the name can be added again (other files) and serves */
+    add_model(h, "m", NULL);
+    run r2;
+    run_init(&r2);
+    CHECK_EQ_INT(generate(h, "m", 2, &r2), LLMR_OK);
+    run_free(&r2);
+    llmr_strbuf_free(&err);
+    llmr_engine_host_free(h);
+}
+
 static void short_watchdog(llmr_engine_host_options *o)
 {
     o->request_timeout_ms = 400;
@@ -1015,6 +1072,8 @@ int main(void)
     RUN(the_good_newer_minor_and_null_optional_plugins_generate);
     RUN(requests_release_their_memory_and_can_be_cancelled);
     RUN(a_plugin_that_crashes_on_load_fails_the_load_not_the_node);
+    RUN(a_failed_load_is_idle_again_once_its_backoff_is_over);
+    RUN(a_removed_model_is_gone_and_its_name_free);
     RUN(the_watchdog_kills_a_stuck_request_and_the_next_one_succeeds);
     RUN(the_watchdog_gives_a_model_on_the_cpu_its_own_longer_limit);
     RUN(the_watchdog_lets_a_request_wait_its_turn_inside_the_engine);

@@ -18,6 +18,9 @@ GET (or HEAD) /ORG/NAME/resolve/REV/PATH serves a file, with `Range: bytes=N-` a
 
 --flaky ORG/NAME:N makes the first N requests for that repository answer 503.
 
+--slow BYTES_PER_S sends the weights (*.safetensors, *.gguf, *.bin) at about that
+rate (a sync that takes a while, to stop in the middle).
+
 A repository named with --private answers 401 unless the request has
 `Authorization: Bearer TOKEN` with the --token; an unknown repository or revision
 answers 404 with {"error": "..."} like the Hub.  REV defaults to main; REV in a URL is
@@ -32,6 +35,7 @@ import json
 import os
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -210,21 +214,33 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Accept-Ranges": "bytes", "ETag": '"%s"' % git_blob_sha1(data)}
         if code == 206:
             headers["Content-Range"] = "bytes %d-%d/%d" % (start, end, size)
-        self.send_bytes(code, data[start:end + 1], "application/octet-stream", head, headers)
+        slow = self.server.state.args.slow if full.endswith(LFS_SUFFIXES) else 0
+        self.send_bytes(code, data[start:end + 1], "application/octet-stream", head, headers, slow)
 
     def json_error(self, code, message, head):
         body = json.dumps({"error": message}).encode()
         self.send_bytes(code, body, "application/json", head, {})
 
-    def send_bytes(self, code, data, ctype, head, headers):
+    def send_bytes(self, code, data, ctype, head, headers, rate=0):
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, v)
         self.end_headers()
-        if not head:
+        if head:
+            return
+        if not rate:
             self.wfile.write(data)
+            return
+        step = max(1, rate // 20)
+        try:
+            for i in range(0, len(data), step):
+                self.wfile.write(data[i:i + step])
+                self.wfile.flush()
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
 
 def main():
@@ -236,6 +252,7 @@ def main():
     ap.add_argument("--page-size", type=int, default=0)
     ap.add_argument("--lfs-threshold", type=int, default=1024)
     ap.add_argument("--log")
+    ap.add_argument("--slow", type=int, default=0)
     args = ap.parse_args()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -161,7 +161,19 @@ function ModelRow({ model, apiKey, onDeleted }) {
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
+  const [unloaded, setUnloaded] = useState(false);
   const nodes = Array.isArray(model.nodes) ? model.nodes : [];
+
+  // llmr stop: every node unloads the model and keeps its files
+  const unload = async () => {
+    setError('');
+    try {
+      await api.unloadModel(apiKey, model.name);
+      setUnloaded(true);
+    } catch (err) {
+      setError(err.message || String(err));
+    }
+  };
 
   const remove = async () => {
     setBusy(true);
@@ -218,9 +230,15 @@ function ModelRow({ model, apiKey, onDeleted }) {
       </td>
       <td class="actions-cell">
         {!confirming ? (
-          <button type="button" class="danger ghost" data-testid="model-delete" onClick={() => setConfirming(true)}>
-            Delete
-          </button>
+          <span>
+            <button type="button" class="ghost" data-testid="model-unload" title="Unload on every node, keep the files" onClick={unload}>
+              Unload
+            </button>{' '}
+            <button type="button" class="danger ghost" data-testid="model-delete" onClick={() => setConfirming(true)}>
+              Delete
+            </button>
+            {unloaded && <div class="muted small" data-testid="model-unload-note">nodes unload it; the next request loads it again</div>}
+          </span>
         ) : (
           <span class="confirm">
             <span class="small">Delete {model.name}?</span>

@@ -73,6 +73,12 @@ function NodeCard({ node, snapshot }) {
             {models.map((mm) => (
               <li title={mm.reason || ''}>
                 <span class="model-name">{mm.name}</span> <StateBadge state={mm.state} />
+                {mm.loaded && (
+                  <span class="muted small" data-testid="node-model-loaded">
+                    {' '}
+                    loaded · {bytes(mm.vram_bytes || mm.ram_bytes || 0)} · {mm.running || 0} running
+                  </span>
+                )}
               </li>
             ))}
           </ul>

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# The model lifecycle end to end through `llmr serve`: pull of a local directory, list,
+# ps (what is loaded where), stop (unloaded on the node, its files kept, the next
+# request loads it again), rm (the node's copy deleted, the node's own port answers 404
+# for it, the router too), a model registered again under the same name with other
+# files or another tokenizer (the node syncs it again and answers with the new model,
+# never the old copy),
+# rm during a slow sync from a fake Hub (nothing left on the node, no ERROR in the log),
+# and a load that failed, retried after the backoff once its cause is gone (the node
+# does not answer 503 for good).
+# Usage: test_lifecycle.sh PATH_TO_LLMR
+set -u
+LLMR=${1:?usage: test_lifecycle.sh PATH_TO_LLMR}
+LLMR=$(cd "$(dirname "$LLMR")" && pwd)/$(basename "$LLMR")
+here=$(cd "$(dirname "$0")" && pwd)
+command -v curl >/dev/null || { echo "curl is missing: run make deps" >&2; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-life-XXXXXX")
+serve_pid= hub_pid=
+cleanup() {
+  for p in $serve_pid $hub_pid; do { kill -9 "$p"; wait "$p"; } 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+source "$here/../cli/check_lib.sh"
+
+admin=llmr-test-admin-key-life-0123456789
+export LLMR_DATA_DIR="$tmp/data" LLMR_API_KEY=$admin
+unset LLMR_ROUTER LLMR_ADMIN_KEY
+store=$LLMR_DATA_DIR/node/models
+
+# --- the commands' own checks
+for c in ps stop rm; do
+  expect 0 "$c --help" -- "$LLMR" "$c" --help
+  has "$out" "usage: llmr $c" "$c --help"
+done
+expect 2 "stop without a name" -- "$LLMR" stop
+has "$err" "which model?" "stop without a name asks which"
+expect 2 "rm --timeout 0" -- "$LLMR" rm x --timeout 0
+
+# --- a fake Hub that sends slowly, for a sync to stop in the middle
+"$LLMR" model synth --preset loopback --out "$tmp/src/loop" >/dev/null 2>&1 || fail "synth loopback"
+"$LLMR" model synth --preset loopback --seed 7 --out "$tmp/src/other" >/dev/null 2>&1 || fail "synth loopback --seed 7"
+cmp -s "$tmp/src/loop/model.safetensors" "$tmp/src/other/model.safetensors" &&
+  fail "two seeds give the same weights: the re-registration check would prove nothing"
+mkdir -p "$tmp/repos" && cp -r "$tmp/src/loop" "$tmp/repos/slow"
+size=$(stat -c %s "$tmp/repos/slow/model.safetensors")
+python3 "$here/fake_hub.py" --repo "org/slow=$tmp/repos/slow" --slow $((size / 30 + 1)) >"$tmp/hubport" 2>"$tmp/hub.err" &
+hub_pid=$!
+for _ in $(seq 200); do [[ -s $tmp/hubport ]] && break; sleep 0.05; done
+hport=$(head -1 "$tmp/hubport")
+[[ -n $hport ]] || { cat "$tmp/hub.err"; fail "the fake Hub did not start"; finish_checks lifecycle; }
+
+HF_ENDPOINT=http://127.0.0.1:$hport LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 >"$tmp/serve.log" 2>&1 &
+serve_pid=$!
+port=
+for _ in $(seq 300); do
+  port=$(grep -o 'the OpenAI API at http://127.0.0.1:[0-9]*' "$tmp/serve.log" | grep -o '[0-9]*$')
+  [[ -n $port ]] && break
+  kill -0 "$serve_pid" 2>/dev/null || break
+  sleep 0.05
+done
+[[ -n $port ]] || { cat "$tmp/serve.log"; fail "serve did not start"; finish_checks lifecycle; }
+export LLMR_ROUTER=http://127.0.0.1:$port
+nport=$(cat "$LLMR_DATA_DIR/node/run/http.port")
+
+# chat URL MODEL: a chat; HTTP status in $code, the answer's content in $content
+chat() {
+  content=
+  code=$(curl -s -o "$tmp/chat" -w '%{http_code}' -H "Authorization: Bearer $admin" \
+    -H 'Content-Type: application/json' "$1/v1/chat/completions" \
+    --data-binary "{\"model\": \"$2\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 8, \"temperature\": 0}")
+  content=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"])' \
+    "$tmp/chat" 2>/dev/null)
+}
+# wait_for WHAT COMMAND...: runs COMMAND every 0.2 s until it succeeds (30 s at most)
+wait_for() {
+  local what=$1
+  shift
+  for _ in $(seq 150); do "$@" && return 0; sleep 0.2; done
+  fail "$what (30 s)"
+  return 1
+}
+
+# --- pull, list, a chat loads it, ps shows it
+expect 0 "pull ./loop" -- "$LLMR" pull "$tmp/src/loop" --name loop --timeout 30
+expect 0 "list" -- "$LLMR" list
+grep -Eq "^loop +safetensors .* ready on 1/1 node$" <<<"$out" || fail "list shows loop ready: $out"
+expect 0 "ps before any request" -- "$LLMR" ps
+has "$out" "no model is loaded" "ps says nothing is loaded before a request"
+chat "$LLMR_ROUTER" loop
+[[ $code == 200 && -n $content ]] || fail "a chat with loop: $code $(head -c 300 "$tmp/chat")"
+first=$content
+# ps shows what the nodes' heartbeats said (every second under serve)
+ps_loaded() { "$LLMR" ps >"$tmp/ps" 2>&1 && grep -q '^local  *loop ' "$tmp/ps"; }
+wait_for "ps shows loop loaded: $(cat "$tmp/ps" 2>/dev/null)" ps_loaded
+expect 0 "ps" -- "$LLMR" ps
+grep -Eq "^NODE +MODEL +MEMORY +RUNNING +QUEUED +LOADED SINCE$" <<<"$out" || fail "ps prints its header: $out"
+grep -Eq "^local +loop +[0-9.]+ [kMG]?B +0 +0 +[0-9:]+ \([0-9]+ s ago\)$" <<<"$out" || fail "ps shows loop loaded on local: $out"
+expect 0 "ps --json" -- "$LLMR" ps --json
+python3 -c '
+import json, sys
+rows = json.loads(sys.argv[1])["models"]
+assert len(rows) == 1, rows
+r = rows[0]
+assert r["node"] == "local" and r["model"] == "loop" and r["loaded"] is True, r
+assert r["loaded_since"] > 0 and r["ram_bytes"] + r.get("vram_bytes", 0) > 0, r
+' "$out" || fail "ps --json: $out"
+expect 0 "ps --all" -- "$LLMR" ps --all
+grep -Eq "^local +loop +ready " <<<"$out" || fail "ps --all shows loop's state: $out"
+# `llmr node status` through serve: the node of the data directory
+expect 0 "node status" -- "$LLMR" node status
+has "$out" "loop" "node status through serve lists loop"
+
+# --- stop: unloaded, files kept, the next request loads it again
+expect 0 "stop loop" -- "$LLMR" stop loop --timeout 20
+has "$out" "loop unloaded on every node" "stop says the model is unloaded"
+expect 0 "ps after stop" -- "$LLMR" ps
+has "$out" "no model is loaded" "ps after stop shows nothing loaded"
+[[ -f $store/loop/model.safetensors ]] || fail "stop keeps the node's copy"
+chat "$LLMR_ROUTER" loop
+[[ $code == 200 && $content == "$first" ]] || fail "after stop a chat loads loop again: $code $content"
+expect 1 "stop of a model that is not there" -- "$LLMR" stop nope
+has "$err" "No model named" "stop of an unknown model says so"
+
+# --- rm: the node's copy goes, its own port and the router answer 404
+expect 0 "rm loop" -- "$LLMR" rm loop --timeout 20
+has "$out" "loop removed" "rm says the model is removed"
+[[ ! -e $store/loop ]] || fail "rm deletes the node's copy: $(ls -la "$store/loop" 2>&1)"
+chat "http://127.0.0.1:$nport" loop
+[[ $code == 404 ]] || fail "the node no longer serves loop on its own port: $code $(head -c 300 "$tmp/chat")"
+chat "$LLMR_ROUTER" loop
+[[ $code == 404 ]] || fail "the router answers 404 for a removed model: $code"
+expect 1 "rm of a model that is not there" -- "$LLMR" rm loop
+has "$err" "No model named" "rm of an unknown model says so"
+
+# --- the same name, other files: synced again, answers from the new files
+expect 0 "pull ./loop again" -- "$LLMR" pull "$tmp/src/loop" --name again --timeout 30
+chat "$LLMR_ROUTER" again
+[[ $code == 200 ]] || fail "a chat with again: $code"
+old_answer=$content
+expect 0 "rm again" -- "$LLMR" rm again --no-wait
+# registered again at once, before the node saw the rm: only the version tells
+expect 0 "pull ./other as again" -- "$LLMR" pull "$tmp/src/other" --name again --timeout 30
+got_new() { cmp -s "$store/again/model.safetensors" "$tmp/src/other/model.safetensors"; }
+wait_for "the node syncs the new files of again" got_new
+chat_new() {
+  chat "$LLMR_ROUTER" again
+  [[ $code == 200 && $content != "$old_answer" ]]
+}
+wait_for "again answers from its new files (old answer \"$old_answer\", now $code \"$content\")" chat_new
+chat "http://127.0.0.1:$nport" again
+[[ $code == 200 && $content != "$old_answer" ]] || fail "the node's own port answers from the new files too: $code $content"
+
+# the same weights with another tokenizer (the byte tokens' ids rotated): the node reads
+# the new tokenizer, not the one it had for the name
+cp -r "$tmp/src/loop" "$tmp/src/retok"
+python3 - "$tmp/src/retok/tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+v = t["model"]["vocab"]
+t["model"]["vocab"] = {k: ((i + 1) % 256 if i < 256 else i) for k, i in v.items()}
+json.dump(t, open(sys.argv[1], "w"))
+PY
+expect 0 "pull ./loop as tok" -- "$LLMR" pull "$tmp/src/loop" --name tok --timeout 30
+chat "$LLMR_ROUTER" tok
+tok_answer=$content
+expect 0 "rm tok" -- "$LLMR" rm tok --no-wait
+expect 0 "pull ./retok as tok" -- "$LLMR" pull "$tmp/src/retok" --name tok --timeout 30
+retok() {
+  chat "$LLMR_ROUTER" tok
+  [[ $code == 200 && $content != "$tok_answer" ]]
+}
+wait_for "tok answers with its new tokenizer (old answer \"$tok_answer\", now $code \"$content\")" retok
+
+# --- rm during a sync: nothing left behind, no ERROR
+expect 0 "pull org/slow --no-wait" -- "$LLMR" pull org/slow --no-wait
+syncing() { compgen -G "$store/.partial/slow/*.part" >/dev/null; }
+wait_for "the node starts fetching org/slow" syncing
+expect 0 "rm slow during its sync" -- "$LLMR" rm slow --timeout 20
+gone() { [[ ! -e $store/slow && ! -e $store/.partial/slow ]]; }
+wait_for "rm during a sync leaves nothing of slow: $(find "$store" -path '*slow*' 2>/dev/null)" gone
+grep -q 'sync stopped (the router no longer lists it)' "$tmp/serve.log" || fail "the log says the sync stopped"
+if grep 'ERROR' "$tmp/serve.log" | grep -q slow; then fail "no ERROR for an rm during a sync: $(grep ERROR "$tmp/serve.log")"; fi
+
+# --- a load that failed is retried after the backoff once its cause is gone
+expect 0 "pull ./loop as flaky" -- "$LLMR" pull "$tmp/src/loop" --name flaky --timeout 30
+cp "$store/flaky/model.safetensors" "$tmp/weights.keep"
+truncate -s 100 "$store/flaky/model.safetensors"
+chat "$LLMR_ROUTER" flaky
+[[ $code == 503 ]] || fail "a chat with broken weights: 503, got $code $(head -c 300 "$tmp/chat")"
+has "$(cat "$tmp/chat")" "tries again after" "the failed load says when it tries again"
+cp "$tmp/weights.keep" "$store/flaky/model.safetensors"
+retried() {
+  chat "$LLMR_ROUTER" flaky
+  [[ $code == 200 ]]
+}
+wait_for "after the backoff the next request loads flaky again (last: $code $(head -c 200 "$tmp/chat"))" retried
+
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+rc=$?
+serve_pid=
+[[ $rc == 0 ]] || fail "serve exits 0 on SIGTERM, got $rc: $(tail -20 "$tmp/serve.log")"
+if grep -Eq 'AddressSanitizer|LeakSanitizer|runtime error' "$tmp/serve.log"; then
+  fail "sanitizer reports in the log: $(grep -E -A20 'Sanitizer|runtime error' "$tmp/serve.log" | head -40)"
+fi
+finish_checks lifecycle
