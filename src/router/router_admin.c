@@ -362,6 +362,41 @@ static void list_models(llmr_router *r, llmr_http_reply *reply)
     llmr_http_reply_json(reply, 200, json_pack("{s:o}", "models", router_models_json(r, false)));
 }
 
+/* Files of up to this many bytes are hashed again before each serving (the configs,
+ * tokenizers and templates a node reads first); larger ones (weights) are checked by
+ * size, and the node checks every byte against the manifest's SHA-256. */
+#define SERVE_REHASH_MAX (64u << 20)
+
+/* Whether the open file fd is still the manifest entry's: its size, and for a small file
+ * its SHA-256. */
+static bool still_as_registered(int fd, const struct stat *st, const json_t *entry)
+{
+    json_int_t size = json_integer_value(json_object_get(entry, "size"));
+    if (!json_is_integer(json_object_get(entry, "size")) || (uint64_t)st->st_size != (uint64_t)size)
+        return false;
+    const char *want = json_string_value(json_object_get(entry, "sha256"));
+    if (!want || (uint64_t)st->st_size > SERVE_REHASH_MAX)
+        return true;
+    llmr_sha256 h;
+    llmr_sha256_init(&h);
+    unsigned char buf[65536];
+    uint64_t at = 0;
+    while (at < (uint64_t)st->st_size) {
+        ssize_t n = pread(fd, buf, sizeof buf, (off_t)at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        llmr_sha256_update(&h, buf, (size_t)n);
+        at += (uint64_t)n;
+    }
+    uint8_t digest[32];
+    char hex[65];
+    llmr_sha256_final(&h, digest);
+    llmr_sha256_hex(digest, hex);
+    return strcmp(hex, want) == 0;
+}
+
 /* Serves one file of a model's manifest (Range: bytes=N- and N-M). */
 static void serve_file(const llmr_store_model *m, const char *path, const llmr_http_request *req,
                        llmr_http_reply *reply)
@@ -402,6 +437,17 @@ static void serve_file(const llmr_store_model *m, const char *path, const llmr_h
         router_error(reply, 404, "not_found_error", "file_not_found",
                      "%s of model %s is not readable on the router any more: %s", path, m->name,
                      strerror(errno ? errno : ENOENT));
+        return;
+    }
+    /* Still what the manifest says: a file (or a link put there) changed since the
+     * registration is not served, whatever it now holds. */
+    if (!still_as_registered(fd, &st, entry)) {
+        close(fd);
+        llmr_log_warn(COMPONENT, "%s of model %s changed on disk since its registration: not served", path,
+                      m->name);
+        router_error(reply, 409, "invalid_request_error", "file_changed",
+                     "%s of model %s changed on disk since its registration; register the model again.",
+                     path, m->name);
         return;
     }
     uint64_t size = (uint64_t)st.st_size, from = 0, to = size ? size - 1 : 0;

@@ -104,6 +104,19 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $admin" 
   -H 'Content-Type: application/json' --data-binary @"$tmp/big" "http://127.0.0.1:$rport/v0/models")
 [[ $code == 413 ]] || fail "a body over the limit: 413, got $code"
 
+# a file swapped for a link to a secret after registration is not served (it is no
+# longer what the manifest says)
+cp -r "$tmp/src/loop" "$tmp/src/swap"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/swap\", \"format\": \"safetensors\"}") == 201 ]] ||
+  fail "register swap: $(cat "$tmp/body")"
+[[ $(call GET /v0/models/swap/files/config.json "$nodekey") == 200 ]] || fail "swap's config.json is served"
+printf 'TOPSECRET %s' "$(head -c 200 /dev/urandom | base64 -w0)" >"$tmp/secret"
+rm "$tmp/src/swap/config.json" && ln -s "$tmp/secret" "$tmp/src/swap/config.json"
+[[ $(call GET /v0/models/swap/files/config.json "$nodekey") == 409 ]] ||
+  fail "a file swapped for a link after registration: 409, got $(head -c 200 "$tmp/body")"
+! grep -q TOPSECRET "$tmp/body" || fail "the secret was served"
+has "$(cat "$tmp/body")" "changed on disk" "the 409 says the file changed"
+
 # a sharded-looking model whose weights go missing after registration
 cp -r "$tmp/src/loop" "$tmp/src/gone"
 [[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/gone\", \"format\": \"safetensors\"}") == 201 ]] ||
