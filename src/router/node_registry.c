@@ -383,6 +383,16 @@ bool llmr_node_registry_answer(llmr_node_registry *r, const char *id, const char
     return ok;
 }
 
+void llmr_node_registry_drop_challenge(llmr_node_registry *r, const char *id, const char *model)
+{
+    pthread_mutex_lock(&r->lock);
+    rnode *n = find(r, id);
+    json_t *c = n ? json_object_get(n->proofs, model) : NULL;
+    if (c && !json_is_true(c))
+        json_object_del(n->proofs, model);
+    pthread_mutex_unlock(&r->lock);
+}
+
 void llmr_node_registry_prove(llmr_node_registry *r, const char *id, const char *model)
 {
     pthread_mutex_lock(&r->lock);

@@ -66,6 +66,10 @@ bool llmr_node_registry_heartbeat(llmr_node_registry *r, const char *id, const c
  * its proofs (a new registration under the name is proven again). */
 /* Whether the node reports the model ready, unproven, with no challenge outstanding. */
 bool llmr_node_registry_needs_challenge(llmr_node_registry *r, const char *id, const char *model);
+/* An outstanding challenge the node's heartbeat did not answer (it could not read the
+ * bytes, e.g. while it synced another version) is dropped, so that a new one follows:
+ * a node is never left unproven for good.  A proof already made stays. */
+void llmr_node_registry_drop_challenge(llmr_node_registry *r, const char *id, const char *model);
 /* The challenge sent: expected is the hex SHA-256 the node must answer. */
 void llmr_node_registry_challenge(llmr_node_registry *r, const char *id, const char *model, const char *nonce,
                                   const char *expected);

@@ -106,7 +106,7 @@ done:
 json_t *router_node_proofs(llmr_router *r, const char *id, const json_t *heartbeat)
 {
     size_t i;
-    json_t *p, *out = json_array();
+    json_t *p, *out = json_array(), *answered = json_object();
     json_array_foreach(json_object_get(heartbeat, "proofs"), i, p)
     {
         const char *model = json_string_value(json_object_get(p, "model"));
@@ -114,6 +114,7 @@ json_t *router_node_proofs(llmr_router *r, const char *id, const json_t *heartbe
         const char *sha = json_string_value(json_object_get(p, "sha256"));
         if (!model || !nonce || !sha)
             continue;
+        json_object_set_new(answered, model, json_true());
         if (llmr_node_registry_answer(r->nodes, id, model, nonce, sha))
             llmr_log_info(COMPONENT, "node %s proved it holds model %s", id, model);
         else
@@ -122,11 +123,14 @@ json_t *router_node_proofs(llmr_router *r, const char *id, const json_t *heartbe
     json_array_foreach(json_object_get(heartbeat, "models"), i, p)
     {
         const char *model = json_string_value(json_object_get(p, "name"));
+        if (model && !json_object_get(answered, model)) /* a challenge it left unanswered */
+            llmr_node_registry_drop_challenge(r->nodes, id, model);
         if (model && llmr_node_registry_needs_challenge(r->nodes, id, model)) {
             json_t *c = challenge(r, id, model);
             if (c)
                 json_array_append_new(out, c);
         }
     }
+    json_decref(answered);
     return out;
 }

@@ -268,7 +268,14 @@ TEST(ready_only_once_proven)
     CHECK(!llmr_node_registry_model_ready(r, "m", 2));
     CHECK(llmr_node_registry_needs_challenge(r, a.id, "m"));
     llmr_node_registry_challenge(r, a.id, "m", "nonce2", "abc");
+    /* left unanswered: dropped, and a new one is due */
+    llmr_node_registry_drop_challenge(r, a.id, "m");
+    CHECK(llmr_node_registry_needs_challenge(r, a.id, "m"));
+    CHECK(!llmr_node_registry_answer(r, a.id, "m", "nonce2", "abc")); /* no longer outstanding */
+    llmr_node_registry_challenge(r, a.id, "m", "nonce2", "abc");
     CHECK(llmr_node_registry_answer(r, a.id, "m", "nonce2", "abc"));
+    llmr_node_registry_drop_challenge(r, a.id, "m"); /* a proof made stays */
+    CHECK(llmr_node_registry_model_ready(r, "m", 2));
     CHECK(llmr_node_registry_model_ready(r, "m", 2));
     states = llmr_node_registry_model_states(r, "m", 2);
     CHECK(json_is_true(json_object_get(json_array_get(states, 0), "proven")));
