@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/list_item.h"
+
 #define MAX_ORIGIN 256
 
 /* What a preflight is told.  The headers are what the OpenAI SDKs send (the Stainless
@@ -82,17 +84,11 @@ llmr_status llmr_http_cors_new(const char *list, llmr_http_cors **out, llmr_strb
         llmr_strbuf_puts(err, "out of memory");
         return LLMR_OOM_RAM;
     }
-    const char *p = list;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        const char *end = comma ? comma : p + strlen(p);
-        while (p < end && (*p == ' ' || *p == '\t'))
-            p++;
-        while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
-            end--;
-        if (end > p && end[-1] == '/')
-            end--; /* "https://app.example.com/": the origin is without it */
-        size_t n = (size_t)(end - p);
+    const char *rest = list, *p;
+    size_t n;
+    while (llmr_list_next(&rest, &p, &n)) {
+        if (n > 0 && p[n - 1] == '/')
+            n--; /* "https://app.example.com/": the origin is without it */
         if (n == 1 && *p == '*') {
             c->any = true;
         } else if (is_origin(p, n)) {
@@ -110,9 +106,6 @@ llmr_status llmr_http_cors_new(const char *list, llmr_http_cors **out, llmr_strb
             llmr_http_cors_free(c);
             return LLMR_INVALID_ARGUMENT;
         }
-        if (!comma)
-            break;
-        p = comma + 1;
     }
     *out = c;
     return LLMR_OK;

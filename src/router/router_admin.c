@@ -928,20 +928,29 @@ json_t *router_requests_json(llmr_router *r, size_t limit)
     return llmr_store_recent_requests(r->store, limit);
 }
 
-/* GET /v0/requests[?limit=N]: the newest entries first (default 100, at most 1000). */
-static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+/* A list's ?limit=N: 100 when absent, 1 to 1000; false (a 400 replied) otherwise. */
+static bool query_limit(const llmr_http_request *req, llmr_http_reply *reply, unsigned long *limit)
 {
-    unsigned long limit = 100;
+    *limit = 100;
     const char *q = req->query ? strstr(req->query, "limit=") : NULL;
     if (q && (q == req->query || q[-1] == '&')) {
         char *end = NULL;
-        limit = strtoul(q + 6, &end, 10);
-        if (end == q + 6 || (*end && *end != '&') || limit < 1 || limit > 1000) {
+        *limit = strtoul(q + 6, &end, 10);
+        if (end == q + 6 || (*end && *end != '&') || *limit < 1 || *limit > 1000) {
             router_error(reply, 400, "invalid_request_error", "invalid_value",
                          "limit must be a whole number from 1 to 1000.");
-            return;
+            return false;
         }
     }
+    return true;
+}
+
+/* GET /v0/requests[?limit=N]: the newest entries first (default 100, at most 1000). */
+static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    unsigned long limit;
+    if (!query_limit(req, reply, &limit))
+        return;
     json_t *rows = router_requests_json(r, limit);
     if (!rows) {
         router_error(reply, 500, "server_error", NULL, "The request log cannot be read now (the log says why).");
@@ -955,17 +964,9 @@ static void recent_requests(llmr_router *r, const llmr_http_request *req, llmr_h
 /* GET /v0/audit[?limit=N]: the audit log, the newest first (default 100, at most 1000). */
 static void audit_log(llmr_router *r, const llmr_http_request *req, llmr_http_reply *reply)
 {
-    unsigned long limit = 100;
-    const char *q = req->query ? strstr(req->query, "limit=") : NULL;
-    if (q && (q == req->query || q[-1] == '&')) {
-        char *end = NULL;
-        limit = strtoul(q + 6, &end, 10);
-        if (end == q + 6 || (*end && *end != '&') || limit < 1 || limit > 1000) {
-            router_error(reply, 400, "invalid_request_error", "invalid_value",
-                         "limit must be a whole number from 1 to 1000.");
-            return;
-        }
-    }
+    unsigned long limit;
+    if (!query_limit(req, reply, &limit))
+        return;
     json_t *rows = llmr_store_audit_list(r->store, limit);
     if (!rows) {
         router_error(reply, 500, "server_error", NULL, "The audit log cannot be read now (the log says why).");

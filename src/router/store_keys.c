@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/list_item.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
@@ -60,15 +61,9 @@ bool llmr_scopes_parse_report(const char *text, unsigned *scopes, llmr_strbuf *b
     if (!text)
         return false;
     unsigned bits = 0;
-    const char *p = text;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        const char *end = comma ? comma : p + strlen(p);
-        while (p < end && (*p == ' ' || *p == '\t'))
-            p++;
-        while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
-            end--;
-        size_t n = (size_t)(end - p);
+    const char *rest = text, *p;
+    size_t n;
+    while (llmr_list_next(&rest, &p, &n)) {
         size_t i = 0;
         while (i < N_SCOPES && !(strlen(SCOPES[i].name) == n && strncasecmp(SCOPES[i].name, p, n) == 0))
             i++;
@@ -78,9 +73,6 @@ bool llmr_scopes_parse_report(const char *text, unsigned *scopes, llmr_strbuf *b
             return false;
         }
         bits |= SCOPES[i].bit;
-        if (!comma)
-            break;
-        p = comma + 1;
     }
     *scopes = bits;
     return true;

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
+#include "common/list_item.h"
 #include "common/log.h"
 #include "common/problems.h"
 #include "common/strbuf.h"
@@ -176,6 +177,22 @@ TEST(log_filters_by_level_and_carries_request_id)
     llmr_log_set_level(LLMR_LOG_INFO);
 }
 
+TEST(lists_give_their_items_trimmed)
+{
+    const char *rest = " a ,b,\tc d ,", *item;
+    size_t n;
+    const char *want[] = {"a", "b", "c d", ""};
+    for (int i = 0; i < 4; i++) {
+        CHECK(llmr_list_next(&rest, &item, &n));
+        CHECK_EQ_INT(n, strlen(want[i]));
+        CHECK(strncmp(item, want[i], n) == 0);
+    }
+    CHECK(!llmr_list_next(&rest, &item, &n)); /* the empty item after the last comma ended it */
+    rest = "";
+    CHECK(llmr_list_next(&rest, &item, &n) && n == 0);
+    CHECK(!llmr_list_next(&rest, &item, &n));
+}
+
 TEST(request_ids_are_checked_and_made)
 {
     CHECK(llmr_request_id_valid("client-id.42"));
@@ -335,6 +352,7 @@ int main(void)
     RUN(problems_are_capped_and_remember_codes);
     RUN(json_rejects_duplicates_and_reports_position);
     RUN(log_filters_by_level_and_carries_request_id);
+    RUN(lists_give_their_items_trimmed);
     RUN(request_ids_are_checked_and_made);
     RUN(json_log_lines_are_json_objects_with_the_text_escaped);
     RUN(file_names_from_outside_are_checked);
