@@ -4,9 +4,12 @@
  * as B.
  *
  * A block takes 128 weight rows (output features, 16 per warp) of one expert against up
- * to TN of its rows (tokens).  K flows through a cp.async pipeline in steps of 64 (two
- * MXFP4 groups): the weights' raw bytes and the tokens' fp16 rows; the block's scales
- * for all of K come with the first step.  Each lane decodes its own words: rows g and
+ * to TN of its rows (tokens).  K flows through a cp.async pipeline in steps of MG_BK:
+ * the weights' raw bytes and the tokens' fp16 rows; the block's scales for all of K come
+ * with the first step.  Steps of 320 (ten MXFP4 groups, 160 bytes of each weight row, 3
+ * stages) where K allows, as gpt-oss's 2880 does, else 64 (8 stages): the memory gives
+ * runs of 160 bytes of a row faster than runs of 32 (on an H100, 9.5% less time at 64
+ * sequences; BENCHMARKS.md).  Each lane decodes its own words: rows g and
  * g + 8 of its warp, the 4-byte word t of each group (8 E2M1 values by byte permutes,
  * times the group's scale in fp16: exact), which are its A fragments as they are (the
  * order of k within a fragment is free when B follows it: lane t takes values 8t..8t+7
@@ -24,8 +27,6 @@
 
 #define MG_THREADS 256
 #define MG_N 128  /* weight rows a block */
-#define MG_BK 64  /* K per pipeline step */
-#define MG_LDX (MG_BK + 8)
 
 struct MoeArgs {
     float *C;
@@ -39,9 +40,10 @@ struct MoeArgs {
     float alpha, limit;
 };
 
-template <int TN, int ST>
+template <int TN, int ST, int MG_BK>
 __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
 {
+    constexpr int MG_LDX = MG_BK + 8;
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
     constexpr int NT = TN / 8;          /* n8 tiles of tokens */
@@ -110,11 +112,11 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
         const uint8_t *wr = Wraw + stage * MG_N * QB;
         const f16 *xs = Xs + stage * TN * MG_LDX;
 #pragma unroll
-        for (int gi = 0; gi < 2; gi++) { /* the step's two groups of 32 */
+        for (int gi = 0; gi < MG_BK / 32; gi++) { /* the step's groups of 32 */
             uint32_t wa = *reinterpret_cast<const uint32_t *>(wr + r0 * QB + gi * 16 + 4 * t);
             uint32_t wb = *reinterpret_cast<const uint32_t *>(wr + r1 * QB + gi * 16 + 4 * t);
-            uint32_t s2a = e8m0_half2(Sc[r0 * KG + kt * 2 + gi]);
-            uint32_t s2b = e8m0_half2(Sc[r1 * KG + kt * 2 + gi]);
+            uint32_t s2a = e8m0_half2(Sc[r0 * KG + kt * (MG_BK / 32) + gi]);
+            uint32_t s2b = e8m0_half2(Sc[r1 * KG + kt * (MG_BK / 32) + gi]);
             uint32_t ha[4], hb[4];
             e2m1x8_to_half2(wa, ha);
             e2m1x8_to_half2(wb, hb);
@@ -156,26 +158,26 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
         }
 }
 
-template <int TN, int ST>
+template <int TN, int ST, int MG_BK>
 static size_t moe_smem_bytes(uint32_t K)
 {
-    return (size_t)ST * TN * MG_LDX * sizeof(f16) + (size_t)ST * MG_N * (MG_BK / 2) + (size_t)MG_N * (K / 32);
+    return (size_t)ST * TN * (MG_BK + 8) * sizeof(f16) + (size_t)ST * MG_N * (MG_BK / 2) + (size_t)MG_N * (K / 32);
 }
 
-template <int TN, int ST>
+template <int TN, int ST, int BK>
 static cudaError_t moe_launch(const MoeArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
     static size_t configured;
-    size_t smem = moe_smem_bytes<TN, ST>(a.K);
+    size_t smem = moe_smem_bytes<TN, ST, BK>(a.K);
     if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(moe_gemm_kernel<TN, ST>,
+        cudaError_t err = cudaFuncSetAttribute(moe_gemm_kernel<TN, ST, BK>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess)
             return err;
         configured = smem;
     }
     dim3 grid((a.N + MG_N - 1) / MG_N, (max_rows + TN - 1) / TN, E);
-    LAUNCH(moe_gemm_kernel<TN, ST>, grid, MG_THREADS, smem, s, a);
+    LAUNCH((moe_gemm_kernel<TN, ST, BK>), grid, MG_THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -184,9 +186,12 @@ cudaError_t k_moe_gemm_few(float *C, f16 *act, const f16 *A, const int32_t *a_ro
                            const uint32_t *offsets, uint32_t E, uint32_t max_rows, uint32_t mean,
                            uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s)
 {
-    if (K % MG_BK || N % 16 || max_rows == 0 || E == 0 || K > 12288)
+    if (K % 64 || N % 16 || max_rows == 0 || E == 0 || K > 12288)
         return cudaErrorInvalidValue;
     MoeArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     (void)mean; /* the caller's choice: this kernel pays up to about 12 rows an expert */
-    return moe_launch<16, 8>(a, E, max_rows, s);
+    /* steps of 320 (160 bytes of a row: gpt-oss's K of 2880) where K allows, else 64 */
+    if (K % 320 == 0)
+        return moe_launch<16, 3, 320>(a, E, max_rows, s);
+    return moe_launch<16, 8, 64>(a, E, max_rows, s);
 }
