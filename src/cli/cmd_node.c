@@ -21,9 +21,10 @@ static void help(FILE *out)
     fprintf(out,
             "usage: llmr node [run] [--router URL] [--node-key KEY] [--node-url URL]\n"
             "                 [--node-name NAME] [--api-key KEY] [--allow-cpu]\n"
-            "                 [--origin-allowlist HOSTS] [--prefer-origin] [--heartbeat SECONDS]\n"
-            "                 [--no-http] [--engine-options JSON] [--cors-origins LIST]\n"
-            "                 [--default-max-tokens N] [--shutdown-grace SECONDS]\n"
+            "                 [--origin-allowlist HOSTS] [--prefer-origin] [--local-dirs DIRS]\n"
+            "                 [--heartbeat SECONDS] [--no-http] [--engine-options JSON]\n"
+            "                 [--cors-origins LIST] [--default-max-tokens N]\n"
+            "                 [--shutdown-grace SECONDS]\n"
             "       llmr node status [--json]\n"
             "       llmr node metrics\n"
             "       llmr node reload-plugins\n"
@@ -73,7 +74,12 @@ static void help(FILE *out)
             "  --allow-cpu           register even without a GPU (tests, tiny models)\n"
             "  --origin-allowlist H  hosts a model file may be fetched from directly\n"
             "                        (default huggingface.co,hf.co)\n"
-            "  --prefer-origin       fetch from an allowed origin before the router\n\n"
+            "  --prefer-origin       fetch from an allowed origin before the router\n"
+            "  --local-dirs DIRS     directories of this machine (comma-separated) whose\n"
+            "                        models, registered with the router from there, are\n"
+            "                        used in place: hard-linked into DATA_DIR/models after\n"
+            "                        a check of size and sampled digest, no byte copied\n"
+            "                        (default: none; `llmr serve` allows every directory)\n\n"
             "The other forms talk to that running node (through its control socket; with no\n"
             "node at DATA_DIR, the node `llmr serve` runs in DATA_DIR/node):\n"
             "  status          plugins (and refused ones, with why), models (state, reason,\n"
@@ -471,6 +477,7 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
                              : !strcmp(a, "--node-name")        ? &o.node_name
                              : !strcmp(a, "--api-key")          ? &o.api_key
                              : !strcmp(a, "--origin-allowlist") ? &o.origin_allowlist
+                             : !strcmp(a, "--local-dirs")       ? &o.local_dirs
                              : !strcmp(a, "--engine-options")   ? &o.engine_options
                                                                 : NULL;
         if (value) {

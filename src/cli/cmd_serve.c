@@ -274,6 +274,7 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
     no.node_key = key;
     no.node_name = "local";
     no.allow_cpu = true;
+    no.local_dirs = "/"; /* the router beside it registers directories of this machine */
     no.heartbeat_ms = 1000;
     no.shutdown_grace_s = 0; /* the router's grace covers its node's requests */
     /* the engines' load options, as `llmr node` takes them from the environment */

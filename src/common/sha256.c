@@ -142,11 +142,8 @@ void llmr_sha256_hex(const uint8_t digest[32], char out[65])
     out[64] = '\0';
 }
 
-int llmr_sha256_file(const char *path, char out[65])
+int llmr_sha256_fd(int fd, char out[65])
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
     llmr_sha256 c;
     llmr_sha256_init(&c);
     uint8_t buf[1 << 16];
@@ -154,19 +151,26 @@ int llmr_sha256_file(const char *path, char out[65])
         ssize_t r = read(fd, buf, sizeof buf);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0) {
-            int saved = errno;
-            close(fd);
-            errno = saved;
+        if (r < 0)
             return -1;
-        }
         if (r == 0)
             break;
         llmr_sha256_update(&c, buf, (size_t)r);
     }
-    close(fd);
     uint8_t digest[32];
     llmr_sha256_final(&c, digest);
     llmr_sha256_hex(digest, out);
     return 0;
+}
+
+int llmr_sha256_file(const char *path, char out[65])
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = llmr_sha256_fd(fd, out);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
 }

@@ -20,5 +20,7 @@ void llmr_sha256_final(llmr_sha256 *c, uint8_t out[32]);
 void llmr_sha256_hex(const uint8_t digest[32], char out[65]);
 /* The SHA-256 of a whole file (hex), or -1 with errno set. */
 int llmr_sha256_file(const char *path, char out[65]);
+/* The same for what an open file holds from where it is read to its end. */
+int llmr_sha256_fd(int fd, char out[65]);
 
 #endif

@@ -21,6 +21,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/file_sample.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
 #include "common/log.h"
@@ -28,6 +29,7 @@
 #include "common/strmap.h"
 #include "common/utf8.h"
 #include "net/http_fetch.h"
+#include "node/model_in_place.h"
 
 #define COMPONENT "sync"
 #define MARKER_NAME ".llmr-manifest.json"
@@ -53,6 +55,9 @@ typedef struct sync_file {
     uint64_t size;
     bool has_sha;
     char sha[65];           /* lowercase */
+    bool has_sample;
+    char sample[65];        /* the sampled digest (common/file_sample.h), lowercase */
+    const char *source_path; /* local sources: its path in the directory, when not path */
     bool required;
     /* filled by the sync */
     bool in_place;
@@ -197,6 +202,33 @@ static llmr_status parse_file(const json_t *e, size_t i, sync_file *f, llmr_strb
         }
         f->has_sha = true;
         lower_hex(s, f->sha);
+    }
+
+    v = json_object_get(e, "sample_sha256");
+    if (v && !json_is_null(v)) {
+        const char *s = clean_string(v);
+        if (!s || !is_hex64(s)) {
+            put_field(err, i, "sample_sha256");
+            llmr_strbuf_puts(err, " (of \"");
+            llmr_strbuf_put_display(err, f->path, strlen(f->path));
+            llmr_strbuf_puts(err, "\") must be 64 hex digits, not ");
+            llmr_json_describe(err, v);
+            return LLMR_INVALID_ARGUMENT;
+        }
+        f->has_sample = true;
+        lower_hex(s, f->sample);
+    }
+
+    v = json_object_get(e, "source_path");
+    f->source_path = NULL;
+    if (v && !json_is_null(v)) {
+        f->source_path = clean_string(v);
+        const char *bad = f->source_path ? path_problem(f->source_path) : "is not a string";
+        if (bad) {
+            put_field(err, i, "source_path");
+            llmr_strbuf_printf(err, " %s", bad);
+            return LLMR_INVALID_ARGUMENT;
+        }
     }
 
     v = json_object_get(e, "required");
@@ -418,6 +450,7 @@ bool llmr_sync_origin_allowed(const char *url, const char *allowlist)
 typedef struct sync_ctx {
     const llmr_sync_options *o;
     const char *name;
+    const char *local_dir;   /* a local source's directory (the manifest's source.dir) */
     sync_file *files;
     size_t n;
     llmr_sync_progress p;
@@ -582,6 +615,16 @@ static llmr_status check_in_place(sync_ctx *x, const marker *mk, sync_file *f, l
     f->in_place = false;
     if (lstat(f->final_path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size)
         return LLMR_OK;
+    if (!f->has_sha && f->has_sample) { /* a large local file: its sampled digest, always */
+        char sample[65];
+        uint64_t size = 0;
+        f->in_place = llmr_file_sample_sha256(f->final_path, &size, sample) == 0 &&
+                      size == f->size && strcmp(sample, f->sample) == 0;
+        if (!f->in_place)
+            llmr_log_warn(COMPONENT, "model %s: %s is there but is not the registered file (its "
+                                     "sampled digest differs): fetching it again", x->name, f->path);
+        return LLMR_OK;
+    }
     if (!f->has_sha || marker_vouches(mk, f)) {
         f->in_place = true;
         return LLMR_OK;
@@ -613,6 +656,15 @@ static bool fetched_matches(const sync_file *f, const char *hex, uint64_t size, 
     }
     if (f->has_sha && strcmp(hex, f->sha) != 0) {
         llmr_strbuf_printf(why, "sha256 mismatch: expected %s, got %s", f->sha, hex);
+        return false;
+    }
+    char sample[65];
+    uint64_t sample_size = 0;
+    if (!f->has_sha && f->has_sample &&
+        (llmr_file_sample_sha256(f->part_path, &sample_size, sample) != 0 ||
+         strcmp(sample, f->sample) != 0)) {
+        llmr_strbuf_printf(why, "sampled digest mismatch: expected %s, got %s", f->sample,
+                           sample_size ? sample : "none (unreadable)");
         return false;
     }
     return true;
@@ -735,6 +787,81 @@ static char *join3(const char *a, const char *b, const char *c)
     return abc;
 }
 
+/* The directory of a manifest's local source (absolute), or NULL. */
+static const char *local_source_dir(const json_t *manifest)
+{
+    const json_t *src = json_object_get(manifest, "source");
+    const char *kind = clean_string(json_object_get(src, "kind"));
+    const char *dir = clean_string(json_object_get(src, "dir"));
+    return kind && strcmp(kind, "local") == 0 && dir && dir[0] == '/' ? dir : NULL;
+}
+
+/* Links each file still missing from the local source's directory (model_in_place.h);
+ * what cannot be used in place stays to be fetched, with the reason logged. */
+static llmr_status link_local_files(sync_ctx *x, const char *marker_path, uint64_t *missing,
+                                    size_t *to_fetch, llmr_strbuf *err)
+{
+    /* The marker describes verified files only: not while some are replaced. */
+    if (unlink(marker_path) != 0 && errno != ENOENT) {
+        llmr_strbuf_printf(err, "model %s: cannot remove %s: %s", x->name, marker_path,
+                           strerror(errno));
+        return LLMR_IO;
+    }
+    size_t linked = 0;
+    uint64_t linked_bytes = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        sync_file *f = &x->files[i];
+        if (f->in_place)
+            continue;
+        if (!emit(x, "checking", f->path)) {
+            llmr_strbuf_printf(err, "model %s: cancelled", x->name);
+            return LLMR_CANCELLED;
+        }
+        llmr_strbuf why = LLMR_STRBUF_INIT, tmp = LLMR_STRBUF_INIT;
+        char *source = llmr_path_join(x->local_dir, f->source_path ? f->source_path : f->path);
+        llmr_strbuf_printf(&tmp, "%s.link", f->part_path); /* beside the fetches: the same disk */
+        llmr_status st = source && !llmr_strbuf_failed(&tmp) ? make_parent(f->final_path, false, &why)
+                                                             : LLMR_OOM_RAM;
+        if (st == LLMR_OK)
+            st = make_parent(f->part_path, false, &why);
+        if (st == LLMR_OK) {
+            llmr_in_place_file in = {source, f->size, f->has_sha ? f->sha : NULL,
+                                     f->has_sample ? f->sample : NULL};
+            st = llmr_in_place_link(&in, x->o->local_dirs, tmp.data, f->final_path, &why);
+        }
+        free(source);
+        llmr_strbuf_free(&tmp);
+        if (st == LLMR_OOM_RAM) {
+            llmr_strbuf_free(&why);
+            llmr_strbuf_puts(err, "out of memory");
+            return st;
+        }
+        if (st != LLMR_OK) {
+            llmr_log_info(COMPONENT, "model %s: %s not used in place (%s): fetching it", x->name,
+                          f->path, llmr_strbuf_cstr(&why));
+            llmr_strbuf_free(&why);
+            continue;
+        }
+        llmr_strbuf_free(&why);
+        unlink(f->part_path); /* a fetch begun earlier is not needed */
+        *missing -= f->size - f->counted;
+        x->p.bytes_done += f->size - f->counted;
+        f->counted = f->size;
+        f->in_place = true;
+        x->p.files_done++;
+        (*to_fetch)--;
+        linked++;
+        linked_bytes += f->size;
+    }
+    if (linked) {
+        char bytes_s[32];
+        format_bytes(linked_bytes, bytes_s);
+        llmr_log_info(COMPONENT, "model %s: %zu files (%s) used in place from %s", x->name, linked,
+                      bytes_s, x->local_dir);
+    }
+    return LLMR_OK;
+}
+
 llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, json_t **skipped,
                             llmr_strbuf *err)
 {
@@ -751,6 +878,7 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
     llmr_status status = parse_manifest(manifest, &x.name, &x.files, &x.n, err);
     if (status != LLMR_OK)
         goto done;
+    x.local_dir = local_source_dir(manifest);
     if (!o->data_dir || !o->data_dir[0]) {
         llmr_strbuf_puts(err, "model sync: no data directory given");
         status = LLMR_INVALID_ARGUMENT;
@@ -804,6 +932,13 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
             missing += f->size - f->counted;
         }
         x.p.bytes_done += f->counted;
+    }
+
+    /* A local source on this machine: its files linked where the node may use them. */
+    if (to_fetch > 0 && x.local_dir && llmr_in_place_allowed(x.local_dir, o->local_dirs)) {
+        status = link_local_files(&x, marker_path, &missing, &to_fetch, err);
+        if (status != LLMR_OK)
+            goto done;
     }
 
     /* Room for what is missing, before any byte. */

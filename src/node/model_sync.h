@@ -1,9 +1,14 @@
 /* Model sync: makes DATA_DIR/models/NAME hold exactly what a router's manifest names,
- * verified (size, and SHA-256 where the manifest gives it).
+ * verified (size, and the SHA-256 where the manifest gives it, else the sampled digest of
+ * a large local file: common/file_sample.h).  A model from a local directory that the
+ * node may use in place (local_dirs) has its files hard-linked from there instead of
+ * fetched (model_in_place.h).
  *
  * The manifest (docs/node-router-protocol.md):
  *   {"name": NAME, "format": "safetensors"|"gguf",
+ *    "source": {"kind": "local", "dir": "/abs/dir"} (or hf, repo, revision),
  *    "files": [{"path": "config.json", "size": 1234, "sha256": HEX or absent,
+ *               "sample_sha256": HEX (large local files, instead of sha256),
  *               "required": true, "url": "/v0/models/NAME/files/config.json",
  *               "origin_url": "https://huggingface.co/ORG/REPO/resolve/REV/config.json"
  *               or absent}, ...]}
@@ -43,6 +48,9 @@ typedef struct llmr_sync_options {
     const char *auth_header;       /* sent to the router ("Authorization: Bearer KEY") */
     const char *origin_allowlist;  /* comma-separated hosts ("huggingface.co,hf.co"); "" none */
     bool prefer_origin;            /* fetch origin_url first when allowed */
+    const char *local_dirs;        /* comma-separated directories whose files a manifest of
+                                      a local source may have used in place (hard-linked,
+                                      model_in_place.h); NULL or "" none */
     unsigned retries;              /* per file, see llmr_fetch; default 3 */
     unsigned stall_timeout_s;      /* default 30 */
     llmr_sync_progress_fn progress;

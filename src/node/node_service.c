@@ -295,7 +295,7 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
                      n->http ? llmr_node_http_port(n->http) : 0);
         }
         llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
-                                       no->origin_allowlist, no->prefer_origin, no->allow_cpu,
+                                       no->origin_allowlist, no->prefer_origin, no->local_dirs, no->allow_cpu,
                                        no->heartbeat_ms, no->engine_options};
         llmr_strbuf le = LLMR_STRBUF_INIT;
         st = llmr_router_link_start(&lo, n->host, n->http, &n->link, &le);

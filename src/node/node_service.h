@@ -28,6 +28,8 @@ typedef struct llmr_node_options {
     const char *api_key;          /* clients of this node's API must present it; NULL: none */
     const char *origin_allowlist; /* hosts a model file may come from directly */
     bool prefer_origin;           /* fetch from an allowed origin before the router */
+    const char *local_dirs;       /* directories whose registered models are used in place
+                                     (model_in_place.h): comma-separated; NULL none */
     bool allow_cpu;               /* register even without a GPU */
     bool no_http;                 /* no HTTP API (the control socket only) */
     unsigned heartbeat_ms;        /* default 5000 */

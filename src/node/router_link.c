@@ -746,6 +746,7 @@ static void sync_one(llmr_router_link *l, const char *name)
     so.auth_header = l->auth;
     so.origin_allowlist = l->o.origin_allowlist ? l->o.origin_allowlist : "";
     so.prefer_origin = l->o.prefer_origin;
+    so.local_dirs = l->o.local_dirs;
     so.progress = on_progress;
     so.user = l;
     llmr_log_info(COMPONENT, "model %s: syncing", name);
@@ -878,6 +879,7 @@ llmr_status llmr_router_link_start(const llmr_router_link_options *o, llmr_engin
     l->o.node_name = dup_or_null(o->node_name ? o->node_name : "llmr");
     l->o.data_dir = dup_or_null(o->data_dir);
     l->o.origin_allowlist = dup_or_null(o->origin_allowlist);
+    l->o.local_dirs = dup_or_null(o->local_dirs);
     l->o.engine_options = dup_or_null(o->engine_options);
     /* a trailing slash would double in the paths */
     char *slash = (char *)l->o.router_url;
@@ -939,6 +941,7 @@ void llmr_router_link_stop(llmr_router_link *l)
     free((char *)l->o.node_name);
     free((char *)l->o.data_dir);
     free((char *)l->o.origin_allowlist);
+    free((char *)l->o.local_dirs);
     free((char *)l->o.engine_options);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->wake);

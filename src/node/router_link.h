@@ -24,6 +24,7 @@ typedef struct llmr_router_link_options {
     const char *data_dir;
     const char *origin_allowlist;
     bool prefer_origin;
+    const char *local_dirs;       /* see llmr_sync_options */
     bool allow_cpu;               /* say so to the router when there is no GPU */
     unsigned heartbeat_ms;        /* default 5000 */
     const char *engine_options;   /* load options of the models it adds (a JSON object), or NULL */

@@ -15,14 +15,17 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
+#include "common/file_sample.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
 #include "common/log.h"
@@ -65,6 +68,7 @@ static void free_file(llmr_source_file *f)
 {
     free(f->path);
     free(f->sha256);
+    free(f->sample_sha256);
     free(f->origin_url);
 }
 
@@ -1167,8 +1171,16 @@ static llmr_status resolve_local(const llmr_source_options *o, const char *sourc
         llmr_source_file *f = &w.list.files[i];
         char hex[65];
         char *full = llmr_path_join(root, f->path);
-        int rc = full ? llmr_sha256_file(full, hex) : -1;
+        bool sample = f->size > LLMR_SOURCE_HASH_MAX;
+        uint64_t size = f->size;
+        /* (the walk admitted links into a Hugging Face cache's blobs: follow them) */
+        int fd = full ? open(full, O_RDONLY | O_CLOEXEC) : -1;
+        int rc = fd < 0 ? -1
+                 : sample ? llmr_file_sample_sha256_fd(fd, size, hex)
+                          : llmr_sha256_fd(fd, hex);
         int e = errno;
+        if (fd >= 0)
+            close(fd);
         free(full);
         if (rc != 0) {
             put_local(err, &w, f->path);
@@ -1177,8 +1189,9 @@ static llmr_status resolve_local(const llmr_source_options *o, const char *sourc
             status = LLMR_IO;
             goto done;
         }
-        f->sha256 = dup_str(hex);
-        if (!f->sha256) {
+        char **slot = sample ? &f->sample_sha256 : &f->sha256;
+        *slot = dup_str(hex);
+        if (!*slot) {
             llmr_strbuf_puts(err, "out of memory");
             status = LLMR_OOM_RAM;
             goto done;

@@ -21,8 +21,14 @@ typedef struct llmr_source_file {
     char *path;        /* relative, '/'-separated */
     uint64_t size;
     char *sha256;      /* hex, or NULL when unknown */
+    char *sample_sha256; /* local files larger than LLMR_SOURCE_HASH_MAX: their sampled
+                            digest (common/file_sample.h) instead of the sha256 */
     char *origin_url;  /* hf: the resolve URL; local: NULL */
 } llmr_source_file;
+
+/* Local files up to this size get a sha256 at registration; larger ones (weights) a
+ * sampled digest, so that registering a directory of any size reads a few MiB. */
+#define LLMR_SOURCE_HASH_MAX (64u << 20)
 
 typedef struct llmr_source {
     char *kind;        /* "hf" or "local" */
@@ -36,7 +42,8 @@ typedef struct llmr_source {
 typedef struct llmr_source_options {
     const char *hf_endpoint;   /* NULL: HF_ENDPOINT, else https://huggingface.co */
     const char *hf_token;      /* NULL: HF_TOKEN, else none */
-    bool hash_local;           /* compute the sha256 of local files (default true) */
+    bool hash_local;           /* digest local files (default true): see
+                                  LLMR_SOURCE_HASH_MAX */
     unsigned timeout_s;        /* per Hub request; default 30 */
 } llmr_source_options;
 

@@ -569,6 +569,7 @@ static json_t *entry(const char *name, const llmr_source_file *f, const char *pa
     if (json_object_set_new(e, "path", json_string(path)) != 0 ||
         json_object_set_new(e, "size", json_integer((json_int_t)f->size)) != 0 ||
         (f->sha256 && json_object_set_new(e, "sha256", json_string(f->sha256)) != 0) ||
+        (f->sample_sha256 && json_object_set_new(e, "sample_sha256", json_string(f->sample_sha256)) != 0) ||
         json_object_set_new(e, "required", json_boolean(required)) != 0 ||
         json_object_set_new(e, "url", json_string(llmr_strbuf_cstr(&url))) != 0 ||
         (f->origin_url && json_object_set_new(e, "origin_url", json_string(f->origin_url)) != 0) ||
@@ -694,7 +695,8 @@ json_t *llmr_source_manifest(const llmr_source *s, const char *name, const char 
     bool hf = s->kind && strcmp(s->kind, "hf") == 0;
     if (json_object_set_new(source, "kind", json_string(hf ? "hf" : "local")) != 0 ||
         (hf && json_object_set_new(source, "repo", json_string(s->repo)) != 0) ||
-        (hf && json_object_set_new(source, "revision", json_string(s->revision)) != 0))
+        (hf && json_object_set_new(source, "revision", json_string(s->revision)) != 0) ||
+        (!hf && s->dir && json_object_set_new(source, "dir", json_string(s->dir)) != 0))
         goto oom;
     if (json_object_set_new(out, "name", json_string(name)) != 0 ||
         json_object_set_new(out, "format", json_string(format)) != 0 ||

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/file_sample.h"
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -367,12 +368,17 @@ static void list_models(llmr_router *r, llmr_http_reply *reply)
  * size, and the node checks every byte against the manifest's SHA-256. */
 #define SERVE_REHASH_MAX (64u << 20)
 
-/* Whether the open file fd is still the manifest entry's: its size, and for a small file
- * its SHA-256. */
+/* Whether the open file fd is still the manifest entry's: its size, for a small file its
+ * SHA-256, for a large local one its sampled digest. */
 static bool still_as_registered(int fd, const struct stat *st, const json_t *entry)
 {
     json_int_t size = json_integer_value(json_object_get(entry, "size"));
     if (!json_is_integer(json_object_get(entry, "size")) || (uint64_t)st->st_size != (uint64_t)size)
+        return false;
+    const char *sample = json_string_value(json_object_get(entry, "sample_sha256"));
+    char sample_hex[65];
+    if (sample && (llmr_file_sample_sha256_fd(fd, (uint64_t)st->st_size, sample_hex) != 0 ||
+                   strcmp(sample_hex, sample) != 0))
         return false;
     const char *want = json_string_value(json_object_get(entry, "sha256"));
     if (!want || (uint64_t)st->st_size > SERVE_REHASH_MAX)

@@ -1,14 +1,18 @@
 /* Tests of the common layer: status codes, strings, UTF-8, the string map, problem
  * lists, JSON helpers, logging and file helpers. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "common/file_sample.h"
 #include "common/fs_util.h"
 #include "common/json_util.h"
 #include "common/list_item.h"
 #include "common/log.h"
 #include "common/problems.h"
+#include "common/sha256.h"
 #include "common/strbuf.h"
 #include "common/strmap.h"
 #include "common/utf8.h"
@@ -343,6 +347,72 @@ TEST(read_file_enforces_its_limit_and_atomic_write_replaces)
     llmr_strbuf_free(&err);
 }
 
+/* SHA-256 of the 8 little-endian size bytes then data[0..n) (the digest of a file
+ * no larger than the pieces, by the definition in file_sample.h). */
+static void whole_sample(const unsigned char *data, size_t n, char hex[65])
+{
+    llmr_sha256 c;
+    llmr_sha256_init(&c);
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    llmr_sha256_update(&c, le, 8);
+    llmr_sha256_update(&c, data, n);
+    uint8_t d[32];
+    llmr_sha256_final(&c, d);
+    llmr_sha256_hex(d, hex);
+}
+
+TEST(sampled_digests_read_pieces_and_see_size_and_swaps)
+{
+    const char *dir = fx_tmpdir();
+    char hex[65], want[65], again[65];
+    uint64_t size = 0;
+    /* small: the whole file after its size */
+    fx_write(dir, "small", "hello", 5);
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(dir, "small"), &size, hex), 0);
+    CHECK_EQ_INT(size, 5);
+    whole_sample((const unsigned char *)"hello", 5, want);
+    CHECK_EQ_STR(hex, want);
+    /* large: 16 pieces of 64 KiB; the first and the last byte are in a piece, a byte
+     * between two pieces is not (what only the full hash sees), the size always is */
+    size_t n = 4u << 20;
+    unsigned char *big = malloc(n);
+    CHECK(big != NULL);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (unsigned char)(i * 2654435761u >> 13);
+    fx_write(dir, "big", big, n);
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(dir, "big"), &size, hex), 0);
+    CHECK_EQ_INT(size, n);
+    whole_sample(big, n, want);
+    CHECK(strcmp(hex, want) != 0); /* not the whole file's */
+    uint64_t gap = (n - LLMR_SAMPLE_PIECE_BYTES) / (LLMR_SAMPLE_PIECES - 1); /* piece 1's start */
+    big[LLMR_SAMPLE_PIECE_BYTES + (gap - LLMR_SAMPLE_PIECE_BYTES) / 2] ^= 1;
+    fx_write(dir, "big", big, n);
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(dir, "big"), &size, again), 0);
+    CHECK_EQ_STR(again, hex);
+    big[n - 1] ^= 1;
+    fx_write(dir, "big", big, n);
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(dir, "big"), &size, again), 0);
+    CHECK(strcmp(again, hex) != 0);
+    big[n - 1] ^= 1;
+    fx_write(dir, "big", big, n - 1); /* one byte short */
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(dir, "big"), &size, again), 0);
+    CHECK(strcmp(again, hex) != 0);
+    /* a size larger than what the file holds is an error, not a digest */
+    FILE *f = fopen(fx_path(dir, "big"), "rb");
+    CHECK(f != NULL);
+    errno = 0;
+    CHECK_EQ_INT(llmr_file_sample_sha256_fd(fileno(f), n, again), -1);
+    CHECK_EQ_INT(errno, EIO);
+    fclose(f);
+    free(big);
+    /* a symlink is not followed; a directory is not a file */
+    CHECK_EQ_INT(symlink(fx_path(dir, "small"), fx_path(dir, "link")), 0);
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(dir, "link"), &size, hex), -1);
+    CHECK_EQ_INT(llmr_file_sample_sha256(dir, &size, hex), -1);
+}
+
 int main(void)
 {
     RUN(status_names_and_messages_come_from_one_list);
@@ -357,5 +427,6 @@ int main(void)
     RUN(json_log_lines_are_json_objects_with_the_text_escaped);
     RUN(file_names_from_outside_are_checked);
     RUN(read_file_enforces_its_limit_and_atomic_write_replaces);
+    RUN(sampled_digests_read_pieces_and_see_size_and_swaps);
     return llmr_test_finish();
 }

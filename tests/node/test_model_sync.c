@@ -1,20 +1,24 @@
 /* Tests of model sync's parts that need no server: SHA-256 against the FIPS 180-4
  * examples and split updates, the manifest checks (each bad shape refused with the
  * problem named), the origin allowlist, and syncs that end before any download (a
- * model already in place, too little disk space, a router that does not answer).
+ * model already in place, too little disk space, a router that does not answer), and
+ * a local directory's files used in place (hard links, the node's allowed roots).
  * The sync against a real server is tests/node/test_sync_e2e.sh. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "common/file_sample.h"
 #include "common/fs_util.h"
 #include "common/sha256.h"
 #include "common/strbuf.h"
 #include "fixture.h"
 #include "llmr/status.h"
 #include "net/http_fetch.h"
+#include "node/model_in_place.h"
 #include "node/model_sync.h"
 
 static void hex_of(const void *data, size_t len, char out[65])
@@ -407,6 +411,101 @@ TEST(fetch_reports_the_url_of_a_failure)
     llmr_strbuf_free(&err);
 }
 
+/* ---- files of a local directory, used in place --------------------------------------- */
+
+/* A manifest of a local source in dir: config.json (sha256 of "abc") and w.bin
+ * (sample, the sampled digest of its 10 bytes, or a wrong one). */
+static json_t *local_manifest(const char *dir, const char *sample)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"name\": \"loc\", \"source\": {\"kind\": \"local\", \"dir\": \"%s\"}, \"files\": ["
+             "{\"path\": \"config.json\", \"size\": 3, \"sha256\": \"" SHA_A "\", \"url\": \"/c\"},"
+             "{\"path\": \"w.bin\", \"size\": 10, \"sample_sha256\": \"%s\", \"url\": \"/w\"}]}",
+             dir, sample);
+    return parse(text);
+}
+
+static ino_t inode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+TEST(a_local_directory_is_used_in_place_where_the_node_allows_it)
+{
+    const char *src = fx_tmpdir(), *data = fx_tmpdir(), *other = fx_tmpdir();
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    fx_write_text(src, "config.json", "abc");
+    fx_write_text(src, "w.bin", "0123456789");
+    char sample[65], wrong[65];
+    uint64_t size = 0;
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(src, "w.bin"), &size, sample), 0);
+    memcpy(wrong, sample, 65);
+    wrong[0] = wrong[0] == '0' ? '1' : '0';
+    llmr_sync_options o;
+    sync_opts(&o, data);
+
+    /* a node that allows no directory fetches (here: fails, nothing listens) */
+    json_t *m = local_manifest(src, sample);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_IO);
+    /* nor one whose roots do not hold it ("/x" does not hold "/xy") */
+    char root[4200];
+    snprintf(root, sizeof root, "%s,%.*s", other, (int)(strlen(src) - 1), src);
+    o.local_dirs = root;
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_IO);
+    CHECK(!llmr_in_place_allowed(src, root));
+    CHECK(llmr_in_place_allowed(src, "/"));
+    CHECK(!llmr_in_place_allowed(src, ""));
+
+    /* allowed: both files are hard links to the source's, nothing fetched */
+    o.local_dirs = src;
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_OK);
+    CHECK_EQ_STR(llmr_strbuf_cstr(&err), "");
+    CHECK(inode_of(fx_path(data, "models/loc/w.bin")) == inode_of(fx_path(src, "w.bin")));
+    CHECK(inode_of(fx_path(data, "models/loc/config.json")) == inode_of(fx_path(src, "config.json")));
+    /* removing the model removes the links, never the source */
+    CHECK(llmr_sync_remove_model(data, "loc"));
+    struct stat st;
+    CHECK(stat(fx_path(src, "w.bin"), &st) == 0 && st.st_size == 10);
+    json_decref(m);
+
+    /* a file that is not the registered one (its sampled digest differs) is not used */
+    m = local_manifest(src, wrong);
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_IO);
+    CHECK(inode_of(fx_path(data, "models/loc/w.bin")) == 0);
+    json_decref(m);
+
+    /* a link in the directory that leads outside the allowed roots is not followed there */
+    fx_write_text(other, "w.bin", "0123456789");
+    unlink(fx_path(src, "w.bin"));
+    CHECK_EQ_INT(symlink(fx_path(other, "w.bin"), fx_path(src, "w.bin")), 0);
+    m = local_manifest(src, sample);
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_IO);
+    CHECK(inode_of(fx_path(data, "models/loc/w.bin")) == 0);
+    /* ... and is when the node allows where it leads (a Hugging Face cache's blobs) */
+    snprintf(root, sizeof root, "%s,%s", src, other);
+    o.local_dirs = root;
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_OK);
+    CHECK(inode_of(fx_path(data, "models/loc/w.bin")) == inode_of(fx_path(other, "w.bin")));
+    /* a later sync checks the sampled digest of what is there: a changed file is noticed */
+    FILE *f = fopen(fx_path(other, "w.bin"), "r+");
+    CHECK(f != NULL);
+    fputs("9", f);
+    fclose(f);
+    o.local_dirs = NULL;
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_IO);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "w.bin");
+    json_decref(m);
+    llmr_strbuf_free(&err);
+}
+
 int main(void)
 {
     RUN(sha256_matches_the_standard_examples);
@@ -421,5 +520,6 @@ int main(void)
     RUN(an_optional_file_that_fails_is_skipped);
     RUN(too_little_disk_space_is_refused_before_any_byte);
     RUN(fetch_reports_the_url_of_a_failure);
+    RUN(a_local_directory_is_used_in_place_where_the_node_allows_it);
     return llmr_test_finish();
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The model lifecycle end to end through `llmr serve`: pull of a local directory, list,
+# The model lifecycle end to end through `llmr serve`: pull of a local directory (its
+# files used in place: hard links, a 13.8 GB one included), list,
 # ps (what is loaded where), stop (unloaded on the node, its files kept, the next
 # request loads it again), rm (the node's copy deleted, gone from its status
 # and 404 from the router), a model registered again under the same name with other
@@ -80,8 +81,14 @@ wait_for() {
   return 1
 }
 
+# inode PATH: the file's inode number
+inode() { stat -c %i "$1" 2>/dev/null; }
+
 # --- pull, list, a chat loads it, ps shows it
 expect 0 "pull ./loop" -- "$LLMR" pull "$tmp/src/loop" --name loop --timeout 30
+# the directory is on serve's machine: its files are used in place (hard links), not copied
+[[ $(inode "$store/loop/model.safetensors") == $(inode "$tmp/src/loop/model.safetensors") ]] ||
+  fail "pull of a local directory links its files into the node's store: $(ls -li "$store/loop" "$tmp/src/loop" 2>&1)"
 expect 0 "list" -- "$LLMR" list
 grep -Eq "^loop +safetensors .* ready on 1/1 node$" <<<"$out" || fail "list shows loop ready: $out"
 expect 0 "ps before any request" -- "$LLMR" ps
@@ -125,6 +132,7 @@ has "$err" "No model named" "stop of an unknown model says so"
 expect 0 "rm loop" -- "$LLMR" rm loop --timeout 20
 has "$out" "loop removed" "rm says the model is removed"
 [[ ! -e $store/loop ]] || fail "rm deletes the node's copy: $(ls -la "$store/loop" 2>&1)"
+[[ -s $tmp/src/loop/model.safetensors ]] || fail "rm of a model used in place keeps the directory's files"
 # (serve's node answers /v1 only to its router: what it holds, through its control socket)
 expect 0 "node status after rm" -- "$LLMR" node status
 ! grep -qE '^  loop +' <<<"$out" || fail "the node no longer has loop: $out"
@@ -169,6 +177,28 @@ retok() {
   [[ $code == 200 && $content != "$tok_answer" ]]
 }
 wait_for "tok answers with its new tokenizer (old answer \"$tok_answer\", now $code \"$content\")" retok
+
+# --- a full-size directory (gpt-oss-20b's 13.8 GB, sparse zeros) in place: every shard a
+# hard link, checked by its sampled digest, no byte copied
+"$LLMR" model synth --preset gpt-oss-20b --fill zeros --out "$tmp/src/big" >/dev/null 2>&1 || fail "synth big"
+t0=$(date +%s%3N)
+expect 0 "pull ./big" -- "$LLMR" pull "$tmp/src/big" --name big --timeout 60
+echo "(pull of a 13.8 GB directory in place: $(( $(date +%s%3N) - t0 )) ms)"
+for f in "$tmp"/src/big/*.safetensors; do
+  [[ $(inode "$store/big/${f##*/}") == $(inode "$f") ]] || fail "${f##*/} of big is used in place"
+done
+expect 0 "manifest of big" -- curl -sf -H "Authorization: Bearer $admin" "$LLMR_ROUTER/v0/models/big/manifest"
+python3 -c '
+import json, sys
+m = json.loads(sys.argv[1])
+assert m["source"]["kind"] == "local" and m["source"]["dir"].endswith("/src/big"), m["source"]
+big = [f for f in m["files"] if f["size"] > 64 << 20]
+assert len(big) == 3 and all(len(f["sample_sha256"]) == 64 and "sha256" not in f for f in big), big
+assert all(len(f["sha256"]) == 64 for f in m["files"] if f["size"] <= 64 << 20)
+' "$out" || fail "the manifest gives large files a sampled digest, small ones a sha256: $out"
+expect 0 "rm big" -- "$LLMR" rm big --timeout 20
+[[ ! -e $store/big && $(stat -c %s "$tmp/src/big/model-00001-of-00003.safetensors") -gt 1000000000 ]] ||
+  fail "rm of big removes the links, not the directory's files"
 
 # --- rm during a sync: nothing left behind, no ERROR
 expect 0 "pull org/slow --no-wait" -- "$LLMR" pull org/slow --no-wait

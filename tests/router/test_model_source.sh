@@ -356,7 +356,8 @@ cp "$tmp/out" "$tmp/m-local.json"
 [[ $(jpy "$tmp/m-local.json" 'any("origin_url" in f for f in d["files"])') == false ]] || fail "local manifest has an origin_url"
 [[ $(jpy "$tmp/m-local.json" '[f["sha256"] for f in d["files"]]') == "$(jpy "$tmp/m-good.json" '[f["sha256"] for f in d["files"]]')" ]] \
   || fail "local and Hub manifests differ in digests"
-[[ $(jpy "$tmp/m-local.json" 'd["source"]') == '{"kind": "local"}' ]] || fail "local manifest: source"
+[[ $(jpy "$tmp/m-local.json" 'd["source"]["kind"] + " " + d["source"]["dir"]') == "local $(cd "$good" && pwd -P)" ]] ||
+  fail "local manifest: source (kind and dir, for a node on this machine to use it in place)"
 rm "$good/alias.json"
 
 expect 1 "check local without tokenizer.json" -- "$DRIVER" check "$r/notok" safetensors
