@@ -30,6 +30,7 @@
 #include "common/utf8.h"
 #include "net/http_fetch.h"
 #include "node/model_in_place.h"
+#include "storage/hf_cache.h"
 
 #define COMPONENT "sync"
 #define MARKER_NAME ".llmr-manifest.json"
@@ -451,6 +452,7 @@ typedef struct sync_ctx {
     const llmr_sync_options *o;
     const char *name;
     const char *local_dir;   /* a local source's directory (the manifest's source.dir) */
+    const char *hf_repo, *hf_revision; /* a Hub source's (source.repo and .revision) */
     sync_file *files;
     size_t n;
     llmr_sync_progress p;
@@ -787,6 +789,20 @@ static char *join3(const char *a, const char *b, const char *c)
     return abc;
 }
 
+/* The repo and revision of a manifest's Hub source, or NULLs. */
+static void hub_source(const json_t *manifest, const char **repo, const char **revision)
+{
+    const json_t *src = json_object_get(manifest, "source");
+    const char *kind = clean_string(json_object_get(src, "kind"));
+    *repo = *revision = NULL;
+    if (!kind || strcmp(kind, "hf") != 0)
+        return;
+    *repo = clean_string(json_object_get(src, "repo"));
+    *revision = clean_string(json_object_get(src, "revision"));
+    if (!*repo || !*revision)
+        *repo = *revision = NULL;
+}
+
 /* The directory of a manifest's local source (absolute), or NULL. */
 static const char *local_source_dir(const json_t *manifest)
 {
@@ -796,18 +812,24 @@ static const char *local_source_dir(const json_t *manifest)
     return kind && strcmp(kind, "local") == 0 && dir && dir[0] == '/' ? dir : NULL;
 }
 
-/* Links each file still missing from the local source's directory (model_in_place.h);
- * what cannot be used in place stays to be fetched, with the reason logged. */
-static llmr_status link_local_files(sync_ctx *x, const char *marker_path, uint64_t *missing,
-                                    size_t *to_fetch, llmr_strbuf *err)
+/* Where a missing file may be on this machine: in the local source's directory, or in
+ * the Hub cache hub (only a file with a sha256 to check the copy by); NULL: nowhere. */
+static char *candidate(const sync_ctx *x, const sync_file *f, const char *hub)
 {
-    /* The marker describes verified files only: not while some are replaced. */
-    if (unlink(marker_path) != 0 && errno != ENOENT) {
-        llmr_strbuf_printf(err, "model %s: cannot remove %s: %s", x->name, marker_path,
-                           strerror(errno));
-        return LLMR_IO;
-    }
+    const char *rel = f->source_path ? f->source_path : f->path;
+    if (x->local_dir)
+        return llmr_path_join(x->local_dir, rel);
+    return f->has_sha ? llmr_hf_cache_find(hub, x->hf_repo, x->hf_revision, rel, f->sha) : NULL;
+}
+
+/* Links each missing file found on this machine (model_in_place.h): from the local
+ * source's directory (allowed by local_dirs), or from the Hub cache hub (hub not NULL).
+ * What cannot be used so stays to be fetched, with the reason logged. */
+static llmr_status link_local_files(sync_ctx *x, const char *marker_path, const char *hub,
+                                    uint64_t *missing, size_t *to_fetch, llmr_strbuf *err)
+{
     size_t linked = 0;
+    bool marker_gone = false;
     uint64_t linked_bytes = 0;
     for (size_t i = 0; i < x->n; i++) {
         sync_file *f = &x->files[i];
@@ -817,8 +839,18 @@ static llmr_status link_local_files(sync_ctx *x, const char *marker_path, uint64
             llmr_strbuf_printf(err, "model %s: cancelled", x->name);
             return LLMR_CANCELLED;
         }
+        char *source = candidate(x, f, hub);
+        if (!source && hub)
+            continue; /* not in the cache */
+        /* The marker describes verified files only: not while some are replaced. */
+        if (!marker_gone && unlink(marker_path) != 0 && errno != ENOENT) {
+            llmr_strbuf_printf(err, "model %s: cannot remove %s: %s", x->name, marker_path,
+                               strerror(errno));
+            free(source);
+            return LLMR_IO;
+        }
+        marker_gone = true;
         llmr_strbuf why = LLMR_STRBUF_INIT, tmp = LLMR_STRBUF_INIT;
-        char *source = llmr_path_join(x->local_dir, f->source_path ? f->source_path : f->path);
         llmr_strbuf_printf(&tmp, "%s.link", f->part_path); /* beside the fetches: the same disk */
         llmr_status st = source && !llmr_strbuf_failed(&tmp) ? make_parent(f->final_path, false, &why)
                                                              : LLMR_OOM_RAM;
@@ -827,7 +859,7 @@ static llmr_status link_local_files(sync_ctx *x, const char *marker_path, uint64
         if (st == LLMR_OK) {
             llmr_in_place_file in = {source, f->size, f->has_sha ? f->sha : NULL,
                                      f->has_sample ? f->sample : NULL};
-            st = llmr_in_place_link(&in, x->o->local_dirs, tmp.data, f->final_path, &why);
+            st = llmr_in_place_link(&in, hub ? hub : x->o->local_dirs, tmp.data, f->final_path, &why);
         }
         free(source);
         llmr_strbuf_free(&tmp);
@@ -837,8 +869,8 @@ static llmr_status link_local_files(sync_ctx *x, const char *marker_path, uint64
             return st;
         }
         if (st != LLMR_OK) {
-            llmr_log_info(COMPONENT, "model %s: %s not used in place (%s): fetching it", x->name,
-                          f->path, llmr_strbuf_cstr(&why));
+            llmr_log_info(COMPONENT, "model %s: %s not used %s (%s): fetching it", x->name, f->path,
+                          hub ? "from the Hugging Face cache" : "in place", llmr_strbuf_cstr(&why));
             llmr_strbuf_free(&why);
             continue;
         }
@@ -856,8 +888,9 @@ static llmr_status link_local_files(sync_ctx *x, const char *marker_path, uint64
     if (linked) {
         char bytes_s[32];
         format_bytes(linked_bytes, bytes_s);
-        llmr_log_info(COMPONENT, "model %s: %zu files (%s) used in place from %s", x->name, linked,
-                      bytes_s, x->local_dir);
+        llmr_log_info(COMPONENT, "model %s: %zu files (%s) %s %s", x->name, linked, bytes_s,
+                      hub ? "taken from the Hugging Face cache at" : "used in place from",
+                      hub ? hub : x->local_dir);
     }
     return LLMR_OK;
 }
@@ -879,6 +912,7 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
     if (status != LLMR_OK)
         goto done;
     x.local_dir = local_source_dir(manifest);
+    hub_source(manifest, &x.hf_repo, &x.hf_revision);
     if (!o->data_dir || !o->data_dir[0]) {
         llmr_strbuf_puts(err, "model sync: no data directory given");
         status = LLMR_INVALID_ARGUMENT;
@@ -936,7 +970,17 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
 
     /* A local source on this machine: its files linked where the node may use them. */
     if (to_fetch > 0 && x.local_dir && llmr_in_place_allowed(x.local_dir, o->local_dirs)) {
-        status = link_local_files(&x, marker_path, &missing, &to_fetch, err);
+        status = link_local_files(&x, marker_path, NULL, &missing, &to_fetch, err);
+        if (status != LLMR_OK)
+            goto done;
+    }
+    /* A Hub model whose files this machine's Hugging Face cache holds: linked from there. */
+    if (to_fetch > 0 && x.hf_repo) {
+        char *hub = llmr_hf_cache_dir();
+        struct stat hst;
+        if (hub && stat(hub, &hst) == 0 && S_ISDIR(hst.st_mode))
+            status = link_local_files(&x, marker_path, hub, &missing, &to_fetch, err);
+        free(hub);
         if (status != LLMR_OK)
             goto done;
     }

@@ -29,9 +29,11 @@
 #include "common/fs_util.h"
 #include "common/json_util.h"
 #include "common/log.h"
+#include "common/sha1.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
 #include "net/http_fetch.h"
+#include "storage/hf_cache.h"
 
 #define COMPONENT "source"
 #define DEFAULT_ENDPOINT "https://huggingface.co"
@@ -804,6 +806,9 @@ static llmr_status add_tree_page(const answer *a, const char *url, file_list *l,
         status = file_list_add(l, path, size, sha, err);
         if (status != LLMR_OK)
             goto done;
+        const char *git = json_string_value(json_object_get(e, "oid"));
+        if (git && strlen(git) == 40 && strspn(git, "0123456789abcdef") == 40)
+            memcpy(l->files[l->count - 1].git_oid, git, 41);
     }
     status = LLMR_OK;
     goto done;
@@ -817,11 +822,76 @@ done:
     return status;
 }
 
-/* Fetches a small file and sets its sha256; the size must be the listed one. */
+/* A file of a Hub repository read from this machine's Hugging Face cache
+ * (storage/hf_cache.h) when it is there whole: its size the listed one, its SHA-256 (an
+ * LFS file) or else its git blob id the listed one.  NULL when not (*len 0). */
+static char *cache_read(const char *repo, const char *revision, const llmr_source_file *f,
+                        size_t max_bytes, size_t *len)
+{
+    *len = 0;
+    if (f->size > max_bytes || (!f->sha256 && !f->git_oid[0]))
+        return NULL;
+    char *cache_dir = llmr_hf_cache_dir();
+    char *path = cache_dir ? llmr_hf_cache_find(cache_dir, repo, revision, f->path, f->sha256) : NULL;
+    char *data = NULL;
+    size_t n = 0;
+    llmr_strbuf why = LLMR_STRBUF_INIT;
+    if (path && llmr_read_file(path, max_bytes, &data, &n, &why) == LLMR_OK && n == f->size) {
+        char hex[65];
+        if (f->sha256) {
+            llmr_sha256 c;
+            uint8_t d[32];
+            llmr_sha256_init(&c);
+            llmr_sha256_update(&c, data, n);
+            llmr_sha256_final(&c, d);
+            llmr_sha256_hex(d, hex);
+        } else {
+            llmr_git_blob_id(data, n, hex);
+        }
+        if (strcmp(hex, f->sha256 ? f->sha256 : f->git_oid) == 0) {
+            *len = n;
+            llmr_log_debug(COMPONENT, "%s@%s: %s read from the Hugging Face cache (%s)", repo,
+                           revision, f->path, path);
+        } else {
+            llmr_log_warn(COMPONENT, "%s@%s: %s in the Hugging Face cache (%s) is not the listed "
+                                     "file: reading it from the Hub", repo, revision, f->path, path);
+            free(data);
+            data = NULL;
+        }
+    } else if (data) {
+        free(data);
+        data = NULL;
+    }
+    llmr_strbuf_free(&why);
+    free(path);
+    free(cache_dir);
+    return data;
+}
+
+/* Fetches a small file (or reads it from the Hugging Face cache) and sets its sha256;
+ * the size must be the listed one. */
 static llmr_status hash_remote(const hub *h, const char *repo, const char *revision,
                                llmr_source_file *f, llmr_strbuf *err)
 {
     answer a = {0};
+    size_t cached_len = 0;
+    char *cached = cache_read(repo, revision, f, HASH_MAX_BYTES, &cached_len);
+    if (cached) {
+        char hex[65];
+        llmr_sha256 c;
+        uint8_t d[32];
+        llmr_sha256_init(&c);
+        llmr_sha256_update(&c, cached, cached_len);
+        llmr_sha256_final(&c, d);
+        llmr_sha256_hex(d, hex);
+        free(cached);
+        f->sha256 = dup_str(hex);
+        if (!f->sha256) {
+            llmr_strbuf_puts(err, "out of memory");
+            return LLMR_OOM_RAM;
+        }
+        return LLMR_OK;
+    }
     llmr_status status = hub_get(h, f->origin_url, HASH_MAX_BYTES, &a, err);
     if (status != LLMR_OK)
         goto done;
@@ -1409,6 +1479,8 @@ llmr_status llmr_source_read(const llmr_source_options *o, const llmr_source *s,
         llmr_strbuf_printf(err, "%s has no URL to read it from", f->path);
         return LLMR_INVALID_ARGUMENT;
     }
+    if ((*data = cache_read(s->repo, s->revision, f, max_bytes, len)) != NULL)
+        return LLMR_OK;
     hub h;
     llmr_status status = hub_open(o, &h, err);
     if (status != LLMR_OK)

@@ -24,6 +24,8 @@ typedef struct llmr_source_file {
     char *sample_sha256; /* local files larger than LLMR_SOURCE_HASH_MAX: their sampled
                             digest (common/file_sample.h) instead of the sha256 */
     char *origin_url;  /* hf: the resolve URL; local: NULL */
+    char git_oid[41];  /* hf: the git blob id the Hub lists (the name a small file has in
+                          a Hugging Face cache), or "" */
 } llmr_source_file;
 
 /* Local files up to this size get a sha256 at registration; larger ones (weights) a

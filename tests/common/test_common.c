@@ -12,6 +12,7 @@
 #include "common/list_item.h"
 #include "common/log.h"
 #include "common/problems.h"
+#include "common/sha1.h"
 #include "common/sha256.h"
 #include "common/strbuf.h"
 #include "common/strmap.h"
@@ -413,6 +414,23 @@ TEST(sampled_digests_read_pieces_and_see_size_and_swaps)
     CHECK_EQ_INT(llmr_file_sample_sha256(dir, &size, hex), -1);
 }
 
+TEST(sha1_and_git_blob_ids_match_known_values)
+{
+    char hex[41];
+    llmr_sha1_hex("abc", 3, hex); /* FIPS 180-4's example */
+    CHECK_EQ_STR(hex, "a9993e364706816aba3e25717850c26c9cd0d89d");
+    const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    llmr_sha1_hex(m448, strlen(m448), hex);
+    CHECK_EQ_STR(hex, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+    llmr_sha1_hex("", 0, hex);
+    CHECK_EQ_STR(hex, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    /* git's id of an empty blob, and of "hello world\n" (git hash-object) */
+    llmr_git_blob_id("", 0, hex);
+    CHECK_EQ_STR(hex, "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+    llmr_git_blob_id("hello world\n", 12, hex);
+    CHECK_EQ_STR(hex, "3b18e512dba79e4c8300dd08aeb37f8e728b8dad");
+}
+
 int main(void)
 {
     RUN(status_names_and_messages_come_from_one_list);
@@ -428,5 +446,6 @@ int main(void)
     RUN(file_names_from_outside_are_checked);
     RUN(read_file_enforces_its_limit_and_atomic_write_replaces);
     RUN(sampled_digests_read_pieces_and_see_size_and_swaps);
+    RUN(sha1_and_git_blob_ids_match_known_values);
     return llmr_test_finish();
 }

@@ -2,7 +2,8 @@
  * examples and split updates, the manifest checks (each bad shape refused with the
  * problem named), the origin allowlist, and syncs that end before any download (a
  * model already in place, too little disk space, a router that does not answer), and
- * a local directory's files used in place (hard links, the node's allowed roots).
+ * a local directory's files used in place (hard links, the node's allowed roots), and a
+ * Hub model's from the Hugging Face cache.
  * The sync against a real server is tests/node/test_sync_e2e.sh. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "net/http_fetch.h"
 #include "node/model_in_place.h"
 #include "node/model_sync.h"
+#include "storage/hf_cache.h"
 
 static void hex_of(const void *data, size_t len, char out[65])
 {
@@ -506,6 +508,42 @@ TEST(a_local_directory_is_used_in_place_where_the_node_allows_it)
     llmr_strbuf_free(&err);
 }
 
+TEST(a_hub_model_in_the_hugging_face_cache_is_linked_from_there)
+{
+    const char *hub = fx_tmpdir(), *data = fx_tmpdir();
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    /* the cache holds config.json ("abc") as the blob named by its sha256 */
+    CHECK_EQ_INT(llmr_mkdir_p(fx_path(hub, "models--org--m/blobs"), &err), LLMR_OK);
+    fx_write_text(hub, "models--org--m/blobs/" SHA_A, "abd"); /* not what its name says */
+    setenv("HF_HUB_CACHE", hub, 1);
+    json_t *m = parse("{\"name\": \"m\", \"source\": {\"kind\": \"hf\", \"repo\": \"org/m\", \"revision\": "
+                      "\"main\"}, \"files\": [{\"path\": \"config.json\", \"size\": 3, \"sha256\": \"" SHA_A
+                      "\", \"url\": \"/c\"}]}");
+    llmr_sync_options o;
+    sync_opts(&o, data);
+    /* a blob whose bytes are not its name's is not used: fetched (here: nothing answers) */
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_IO);
+    CHECK(inode_of(fx_path(data, "models/m/config.json")) == 0);
+    /* the right bytes: linked, no server needed */
+    fx_write_text(hub, "models--org--m/blobs/" SHA_A, "abc");
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_OK);
+    CHECK(inode_of(fx_path(data, "models/m/config.json")) ==
+          inode_of(fx_path(hub, "models--org--m/blobs/" SHA_A)));
+    /* the cache's place: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub */
+    char *dir = llmr_hf_cache_dir();
+    CHECK_EQ_STR(dir, hub);
+    free(dir);
+    unsetenv("HF_HUB_CACHE");
+    setenv("HF_HOME", "/x/hf", 1);
+    dir = llmr_hf_cache_dir();
+    CHECK_EQ_STR(dir, "/x/hf/hub");
+    free(dir);
+    unsetenv("HF_HOME");
+    json_decref(m);
+    llmr_strbuf_free(&err);
+}
+
 int main(void)
 {
     RUN(sha256_matches_the_standard_examples);
@@ -521,5 +559,6 @@ int main(void)
     RUN(too_little_disk_space_is_refused_before_any_byte);
     RUN(fetch_reports_the_url_of_a_failure);
     RUN(a_local_directory_is_used_in_place_where_the_node_allows_it);
+    RUN(a_hub_model_in_the_hugging_face_cache_is_linked_from_there);
     return llmr_test_finish();
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The model lifecycle end to end through `llmr serve`: pull of a local directory (its
-# files used in place: hard links, a 13.8 GB one included), list,
+# files used in place: hard links, a 13.8 GB one included), a Hub model taken from a
+# pre-filled Hugging Face cache (no weight byte downloaded), list,
 # ps (what is loaded where), stop (unloaded on the node, its files kept, the next
 # request loads it again), rm (the node's copy deleted, gone from its status
 # and 404 from the router), a model registered again under the same name with other
@@ -43,15 +44,34 @@ expect 2 "rm --timeout 0" -- "$LLMR" rm x --timeout 0
 "$LLMR" model synth --preset loopback --seed 7 --out "$tmp/src/other" >/dev/null 2>&1 || fail "synth loopback --seed 7"
 cmp -s "$tmp/src/loop/model.safetensors" "$tmp/src/other/model.safetensors" &&
   fail "two seeds give the same weights: the re-registration check would prove nothing"
-mkdir -p "$tmp/repos" && cp -r "$tmp/src/loop" "$tmp/repos/slow"
+mkdir -p "$tmp/repos" && cp -r "$tmp/src/loop" "$tmp/repos/slow" && cp -r "$tmp/src/other" "$tmp/repos/cached"
 size=$(stat -c %s "$tmp/repos/slow/model.safetensors")
-python3 "$here/fake_hub.py" --repo "org/slow=$tmp/repos/slow" --slow $((size / 30 + 1)) >"$tmp/hubport" 2>"$tmp/hub.err" &
+python3 "$here/fake_hub.py" --repo "org/slow=$tmp/repos/slow" --repo "org/cached=$tmp/repos/cached" \
+  --slow $((size / 30 + 1)) --log "$tmp/hub.log" >"$tmp/hubport" 2>"$tmp/hub.err" &
 hub_pid=$!
 for _ in $(seq 200); do [[ -s $tmp/hubport ]] && break; sleep 0.05; done
 hport=$(head -1 "$tmp/hubport")
 [[ -n $hport ]] || { cat "$tmp/hub.err"; fail "the fake Hub did not start"; finish_checks lifecycle; }
 
-HF_ENDPOINT=http://127.0.0.1:$hport LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 >"$tmp/serve.log" 2>&1 &
+# a Hugging Face cache that holds org/cached already (as huggingface_hub lays it out:
+# blobs named by the sha256 of an LFS file or the git blob sha1 of another, a snapshot of
+# links, refs/main naming the commit)
+python3 - "$tmp/repos/cached" "$tmp/hf/hub/models--org--cached" <<'PY' || fail "the Hugging Face cache"
+import hashlib, os, sys
+src, repo = sys.argv[1], sys.argv[2]
+commit = "c0ffee" + "0" * 34
+snap = os.path.join(repo, "snapshots", commit)
+os.makedirs(os.path.join(repo, "blobs")); os.makedirs(snap); os.makedirs(os.path.join(repo, "refs"))
+open(os.path.join(repo, "refs", "main"), "w").write(commit)
+for name in os.listdir(src):
+    data = open(os.path.join(src, name), "rb").read()
+    lfs = len(data) > 1024 or name.endswith(".safetensors")
+    etag = hashlib.sha256(data).hexdigest() if lfs else hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    open(os.path.join(repo, "blobs", etag), "wb").write(data)
+    os.symlink(os.path.join("..", "..", "blobs", etag), os.path.join(snap, name))
+PY
+
+HF_ENDPOINT=http://127.0.0.1:$hport HF_HUB_CACHE=$tmp/hf/hub LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 >"$tmp/serve.log" 2>&1 &
 serve_pid=$!
 port=
 for _ in $(seq 300); do
@@ -199,6 +219,22 @@ assert all(len(f["sha256"]) == 64 for f in m["files"] if f["size"] <= 64 << 20)
 expect 0 "rm big" -- "$LLMR" rm big --timeout 20
 [[ ! -e $store/big && $(stat -c %s "$tmp/src/big/model-00001-of-00003.safetensors") -gt 1000000000 ]] ||
   fail "rm of big removes the links, not the directory's files"
+
+# --- a Hub model that the Hugging Face cache holds: linked from there, not one of its
+# files downloaded (the Hub answers only the listing)
+expect 0 "pull org/cached" -- "$LLMR" pull org/cached --timeout 30
+blob=$(readlink -f "$tmp/hf/hub/models--org--cached/snapshots/c0ffee"*"/model.safetensors")
+[[ $(inode "$store/cached/model.safetensors") == $(inode "$blob") ]] ||
+  fail "the cached weights are linked from the Hugging Face cache: $(ls -li "$store/cached" 2>&1)"
+grep -q 'GET /api/models/org/cached/tree/main' "$tmp/hub.log" || fail "the router lists org/cached on the Hub"
+if grep -E '(GET|HEAD) /org/cached/resolve/' "$tmp/hub.log"; then
+  fail "no file the cache holds is downloaded, by the router or the node"
+fi
+grep -q 'taken from the Hugging Face cache' "$tmp/serve.log" || fail "the log says the files came from the cache"
+chat "$LLMR_ROUTER" cached
+[[ $code == 200 && -n $content ]] || fail "a chat with the cached model: $code $(head -c 300 "$tmp/chat")"
+expect 0 "rm cached" -- "$LLMR" rm cached --timeout 20
+[[ -s $blob ]] || fail "rm of a model linked from the cache keeps the cache's blob"
 
 # --- rm during a sync: nothing left behind, no ERROR
 expect 0 "pull org/slow --no-wait" -- "$LLMR" pull org/slow --no-wait
