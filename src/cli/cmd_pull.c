@@ -316,7 +316,60 @@ typedef struct progress {
     bool line_open; /* a TTY line waits for its newline */
     llmr_strbuf coarse_last, fine_last;
     double printed_at;
+    double rate_at, rate_bytes; /* the last sample of the bytes synced, and when */
+    double rate;                /* bytes a second, smoothed; 0: not known yet */
 } progress;
+
+/* Seconds as "42 s", "3:07" or "1 h 05 min". */
+static void format_left(double s, char *out, size_t size)
+{
+    long n = (long)(s + 0.5);
+    if (n < 60)
+        snprintf(out, size, "%ld s", n);
+    else if (n < 3600)
+        snprintf(out, size, "%ld:%02ld", n / 60, n % 60);
+    else
+        snprintf(out, size, "%ld h %02ld min", n / 3600, n % 3600 / 60);
+}
+
+/* "37% 5.1 GB/13.8 GB, 84.2 MB/s, 1:43 left; " over the nodes that sync (the speed once
+ * two looks are apart), so that a line cut at the terminal's width keeps it; nothing
+ * when no node syncs. */
+static void describe_totals(progress *p, const json_t *nodes, double elapsed, llmr_strbuf *out)
+{
+    double done = 0, total = 0;
+    size_t i;
+    const json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        const json_t *sync = json_object_get(node, "sync");
+        if (!json_is_object(sync))
+            continue;
+        done += (double)json_integer_value(json_object_get(sync, "bytes_done"));
+        total += (double)json_integer_value(json_object_get(sync, "bytes_total"));
+    }
+    if (total <= 0)
+        return;
+    if (p->rate_at > 0 && elapsed - p->rate_at >= 0.4 && done >= p->rate_bytes) {
+        double now_rate = (done - p->rate_bytes) / (elapsed - p->rate_at);
+        p->rate = p->rate > 0 ? 0.7 * p->rate + 0.3 * now_rate : now_rate;
+    }
+    if (p->rate_at <= 0 || elapsed - p->rate_at >= 0.4) {
+        p->rate_at = elapsed;
+        p->rate_bytes = done;
+    }
+    char a[32], b[32];
+    llmr_router_format_bytes(done, a, sizeof a);
+    llmr_router_format_bytes(total, b, sizeof b);
+    llmr_strbuf_printf(out, "%.0f%% %s/%s", 100.0 * done / total, a, b);
+    if (p->rate > 0 && done < total) {
+        char r[32], left[32];
+        llmr_router_format_bytes(p->rate, r, sizeof r);
+        format_left((total - done) / p->rate, left, sizeof left);
+        llmr_strbuf_printf(out, ", %s/s, %s left", r, left);
+    }
+    llmr_strbuf_puts(out, "; ");
+}
 
 static void end_line(progress *p)
 {
@@ -347,19 +400,22 @@ static void show(progress *p, const char *name, const json_t *nodes, double elap
 {
     if (!json_array_size(nodes))
         return;
-    llmr_strbuf coarse = LLMR_STRBUF_INIT, fine = LLMR_STRBUF_INIT;
+    llmr_strbuf coarse = LLMR_STRBUF_INIT, fine = LLMR_STRBUF_INIT, totals = LLMR_STRBUF_INIT;
     llmr_router_describe_nodes(nodes, true, &coarse);
     llmr_router_describe_nodes(nodes, false, &fine);
+    describe_totals(p, nodes, elapsed, &totals);
     if (p->tty) {
         llmr_strbuf line = LLMR_STRBUF_INIT;
-        llmr_strbuf_printf(&line, "llmr pull: %s %3.0f s: %s", name, elapsed, llmr_strbuf_cstr(&fine));
+        llmr_strbuf_printf(&line, "llmr pull: %s %3.0f s: %s%s", name, elapsed, llmr_strbuf_cstr(&totals),
+                           llmr_strbuf_cstr(&fine));
         fprintf(stderr, "\r\033[K%.*s", fit_terminal(&line), llmr_strbuf_cstr(&line));
         llmr_strbuf_free(&line);
         p->line_open = true;
     } else if (strcmp(llmr_strbuf_cstr(&coarse), llmr_strbuf_cstr(&p->coarse_last)) ||
                (strcmp(llmr_strbuf_cstr(&fine), llmr_strbuf_cstr(&p->fine_last)) &&
                 elapsed - p->printed_at >= QUIET_PRINT_S)) {
-        fprintf(stderr, "llmr pull: %s %.0f s: %s\n", name, elapsed, llmr_strbuf_cstr(&fine));
+        fprintf(stderr, "llmr pull: %s %.0f s: %s%s\n", name, elapsed, llmr_strbuf_cstr(&totals),
+                llmr_strbuf_cstr(&fine));
         p->printed_at = elapsed;
         llmr_strbuf_reset(&p->coarse_last);
         llmr_strbuf_puts(&p->coarse_last, llmr_strbuf_cstr(&coarse));
@@ -369,6 +425,7 @@ static void show(progress *p, const char *name, const json_t *nodes, double elap
     fflush(stderr);
     llmr_strbuf_free(&coarse);
     llmr_strbuf_free(&fine);
+    llmr_strbuf_free(&totals);
 }
 
 static void print_failures(const json_t *nodes)

@@ -237,7 +237,17 @@ expect 0 "rm cached" -- "$LLMR" rm cached --timeout 20
 [[ -s $blob ]] || fail "rm of a model linked from the cache keeps the cache's blob"
 
 # --- rm during a sync: nothing left behind, no ERROR
-expect 0 "pull org/slow --no-wait" -- "$LLMR" pull org/slow --no-wait
+# (the pull watched on a terminal of 80 columns for a few seconds first: one line
+# rewritten in place, with percent, bytes, speed and time left, never wider than 79)
+if command -v script >/dev/null; then
+  timeout 6 script -qec "stty cols 80; '$LLMR' pull org/slow --timeout 60" /dev/null >"$tmp/pull.tty" 2>&1
+  tr '\r' '\n' <"$tmp/pull.tty" | sed 's/\x1b\[K//g' | grep 'llmr pull: slow' >"$tmp/pull.lines"
+  grep -Eq '^llmr pull: slow +[0-9]+ s: [0-9]+% [0-9.]+ [kMG]?B/[0-9.]+ [kMG]?B, [0-9.]+ [kMG]?B/s, [0-9:]+( s)? left; local: syncing' \
+    "$tmp/pull.lines" || fail "pull shows percent, speed and time left: $(tail -3 "$tmp/pull.lines")"
+  awk 'length($0) > 79 { bad = 1 } END { exit bad }' "$tmp/pull.lines" || fail "pull's line fits in 80 columns"
+else
+  expect 0 "pull org/slow --no-wait" -- "$LLMR" pull org/slow --no-wait
+fi
 syncing() { compgen -G "$store/.partial/slow/*.part" >/dev/null; }
 wait_for "the node starts fetching org/slow" syncing
 expect 0 "rm slow during its sync" -- "$LLMR" rm slow --timeout 20
