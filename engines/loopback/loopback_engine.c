@@ -16,6 +16,8 @@
  *   "token_delay_us": pause before each token (default 0)
  *   "kv_bytes_per_token": bytes of the per-request buffer per token (default 1024)
  *   "max_batch": requests run at once (default 8)
+ *   "load_delay_ms": how long a load takes (default 0: a slow load, for the tests of
+ *                    what happens meanwhile)
  *
  * The tests build variants of this file (tests/engines/CMakeLists.txt) by defining:
  *   LLMR_PLUGIN_ID / _VERSION        the name and version it describes (the build
@@ -230,6 +232,13 @@ static llmr_status read_echo(llmr_engine_model *m, const char *config)
     return LLMR_OK;
 }
 
+static void sleep_us(uint64_t us)
+{
+    struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_load_params *p,
                         llmr_engine_model **out)
 {
@@ -257,6 +266,9 @@ static llmr_status load(const llmr_engine_model_desc *desc, const llmr_engine_lo
     if (m->max_batch == 0)
         m->max_batch = 1;
     m->token_delay_us = llmr_engine_option_u64(p->options_json, "token_delay_us", 0);
+    uint64_t load_delay_ms = llmr_engine_option_u64(p->options_json, "load_delay_ms", 0);
+    if (load_delay_ms)
+        sleep_us(load_delay_ms * 1000u);
     if ((st = read_echo(m, desc->checked_config_json)) != LLMR_OK) {
         pthread_mutex_destroy(&m->lock);
         pthread_cond_destroy(&m->changed);
@@ -337,12 +349,6 @@ static bool is_stop(const struct request *r, int32_t id)
     return false;
 }
 
-static void sleep_us(uint64_t us)
-{
-    struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
 
 #ifdef LOOPBACK_LEAK
 /* Buffers this variant never gives back, kept reachable so leak checkers of the

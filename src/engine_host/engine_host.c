@@ -466,6 +466,15 @@ llmr_status llmr_engine_host_unload(llmr_engine_host *h, const char *name, llmr_
     pthread_mutex_lock(&h->lock);
     hmodel *m = host_find_model(h, name);
     llmr_status st = LLMR_OK;
+    hworker *loading = NULL;
+    llmr_worker *kill_w = NULL;
+    if (m && m->loading) { /* cancel the load: its worker goes (killed after the lock) */
+        m->unload_asked = true;
+        loading = m->loading;
+        loading->refs++;
+        kill_w = loading->w;
+        llmr_log_info(HOST_COMPONENT, "model %s: unloading while it loads: the load is cancelled", name);
+    }
     if (!m) {
         llmr_strbuf_printf(err, "no model named %s", name);
         st = LLMR_NOT_FOUND;
@@ -481,6 +490,13 @@ llmr_status llmr_engine_host_unload(llmr_engine_host *h, const char *name, llmr_
     }
     pthread_mutex_unlock(&h->lock);
     outbox_flush(h, &ob);
+    if (loading) {
+        if (kill_w) /* (not started yet: the load sees unload_asked before its first call) */
+            llmr_worker_kill(kill_w);
+        pthread_mutex_lock(&h->lock);
+        loading->refs--;
+        pthread_mutex_unlock(&h->lock);
+    }
     return st;
 }
 

@@ -126,6 +126,9 @@ struct hmodel {
     bool keep_loaded;             /* reload after a crash (it was serving) */
     bool removed;                 /* taken off the node (h->removed): a load that ends
                                      now retires its worker at once */
+    bool unload_asked;            /* unloaded (llmr stop) while a load ran: that load is
+                                     cancelled (its worker killed, nothing counted as a
+                                     failure, its queued requests answered) */
     int64_t loaded_since;         /* unix seconds of the current worker's load */
     double last_load_ms;
     uint64_t loads, restarts, requests, tokens, timeouts, failed_requests;

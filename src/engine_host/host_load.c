@@ -270,6 +270,27 @@ static void load_finished(llmr_engine_host *h, load_job *job, llmr_status st, co
     if (m->loading == hw)
         m->loading = NULL;
     h->loads_running--;
+    if (m->unload_asked) { /* llmr stop while it loaded: nothing to keep, nothing failed */
+        m->unload_asked = false;
+        m->keep_loaded = false;
+        if (st == LLMR_OK) {
+            hw->phase = WORKER_SERVING;
+            worker_retire(h, hw, ob);
+        } else {
+            hw->phase = WORKER_EXITING;
+            if (hw->w && !hw->exited)
+                outbox_send(ob, hw, LLMR_WIRE_EXIT, 0, NULL);
+        }
+        if (!m->current)
+            m->state = m->has_engine ? MODEL_IDLE : MODEL_NOT_READY;
+        requests_fail_queue(m, ob, LLMR_LOAD_FAILED,
+                            "the model was unloaded (llmr stop) while it loaded: send the request "
+                            "again to load it");
+        llmr_log_info(HOST_COMPONENT, "model %s: load cancelled (unloaded while it loaded)", m->name);
+        hw->refs--;
+        pthread_cond_broadcast(&h->changed);
+        return;
+    }
     if (st == LLMR_OK) {
         hworker *old = m->current;
         hw->phase = WORKER_SERVING;
@@ -369,6 +390,10 @@ static void *load_main(void *arg)
     pthread_mutex_lock(&h->lock);
     hw->w = w;
     hw->started_ms = host_now_ms();
+    if (st == LLMR_OK && m->unload_asked) { /* unloaded before the worker was there to kill */
+        llmr_strbuf_puts(&err, "cancelled: the model was unloaded");
+        st = LLMR_CANCELLED;
+    }
     pthread_mutex_unlock(&h->lock);
     if (st == LLMR_OK) {
         st = llmr_worker_call(w, LLMR_WIRE_OPEN, open, h->opt.load_timeout_ms, &reply, &err);

@@ -2,7 +2,8 @@
 # `llmr node` end to end with real processes: a node on a temporary data directory
 # with a loopback model (the loopback plugin is found beside the binary), status,
 # generate, load/unload, reload by command and by SIGHUP, a second node refused,
-# a stop by SIGTERM that leaves no worker behind, and the errors when no node runs.
+# a stop by SIGTERM that leaves no worker behind, an unload that cancels a load in
+# progress, and the errors when no node runs.
 # Usage: test_node.sh PATH_TO_LLMR
 set -u
 LLMR=${1:?usage: test_node.sh PATH_TO_LLMR}
@@ -70,5 +71,33 @@ node_pid=
 [[ -n $pid1 ]] && kill -0 "$pid1" 2>/dev/null && { ps -o pid,ppid,stat,cmd -p "$pid1"; fail "worker $pid1 outlived the node"; }
 [[ -e "$tmp/data/run/node.sock" ]] && fail "the control socket was left behind"
 
-[[ $failures -gt 0 ]] && { echo "--- node log"; cat "$tmp/node.log"; }
+# --- an unload while the model loads cancels the load: its worker goes at once, the
+# request that waited for it is answered, nothing counts as a failed load, and the next
+# request loads it again
+"$LLMR" node --engine-options '{"load_delay_ms": 4000}' >"$tmp/node2.log" 2>&1 &
+node_pid=$!
+for _ in $(seq 100); do [[ -S "$tmp/data/run/node.sock" ]] && break; sleep 0.05; done
+"$LLMR" node generate loop --prompt-ids 5,6 --max-tokens 3 >"$tmp/gen.out" 2>"$tmp/gen.err" &
+gen_pid=$!
+loading() { "$LLMR" node status --json 2>/dev/null | grep -q '"state": "loading"'; }
+for _ in $(seq 100); do loading && break; sleep 0.05; done
+loading || fail "the model is loading after a request: $("$LLMR" node status 2>&1)"
+t0=$(date +%s%3N)
+expect 0 "unload during the load" -- "$LLMR" node unload loop
+wait "$gen_pid"; gen_rc=$?
+waited=$(( $(date +%s%3N) - t0 ))
+[[ $gen_rc -ne 0 ]] || fail "the request that waited for the cancelled load fails"
+has "$(cat "$tmp/gen.err")" "unloaded (llmr stop) while it loaded" "the waiting request says the load was cancelled"
+(( waited < 2500 )) || fail "the waiting request is answered at once, not after the load ($waited ms)"
+expect 0 "status after the cancelled load" -- "$LLMR" node status --json
+has "$out" '"state": "idle"' "the model is idle after its load was cancelled"
+has "$(cat "$tmp/node2.log")" "load cancelled (unloaded while it loaded)" "the log says the load was cancelled"
+if grep -q "loading failed" "$tmp/node2.log"; then fail "a cancelled load is not a failed load"; fi
+expect 0 "generate after the cancelled load" -- "$LLMR" node generate loop --prompt-ids 5,6 --max-tokens 3 --json
+has "$out" '"completion_tokens":3' "the next request loads the model again"
+kill -TERM "$node_pid"
+wait "$node_pid" 2>/dev/null
+node_pid=
+
+[[ $failures -gt 0 ]] && { echo "--- node log"; cat "$tmp/node.log" "$tmp/node2.log" 2>/dev/null; }
 finish_checks node
