@@ -64,6 +64,11 @@ typedef struct llmr_engine_host_options {
     llmr_resource_reader reader;     /* .read NULL: the system's readings */
     const char *nvml_library;        /* NULL: the default */
     bool monitor_no_thread;          /* tests sample with llmr_resource_monitor_sample_now */
+    /* Before each load, in the load's thread: whether the model's files are still what
+     * they were (the node's check, node/model_check.h).  Not LLMR_OK fails the load with
+     * that status and message.  NULL: no check. */
+    llmr_status (*check_files)(void *user, const char *model_dir, llmr_strbuf *why);
+    void *check_files_user;
 } llmr_engine_host_options;
 
 void llmr_engine_host_options_default(llmr_engine_host_options *o);

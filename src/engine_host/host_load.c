@@ -386,7 +386,13 @@ static void *load_main(void *arg)
     llmr_worker_callbacks cb = host_worker_callbacks;
     cb.ctx = h;
     llmr_worker *w = NULL;
-    llmr_status st = llmr_worker_start(h->worker_exe, name, &cb, hw, &w, &err);
+    llmr_status st = LLMR_OK;
+    if (h->opt.check_files) { /* files changed on disk since their sync fail the load by name */
+        const char *dir = json_string_value(json_object_get(open, "model_dir"));
+        st = h->opt.check_files(h->opt.check_files_user, dir, &err);
+    }
+    if (st == LLMR_OK)
+        st = llmr_worker_start(h->worker_exe, name, &cb, hw, &w, &err);
     pthread_mutex_lock(&h->lock);
     hw->w = w;
     hw->started_ms = host_now_ms();

@@ -33,11 +33,12 @@
 #include "storage/hf_cache.h"
 
 #define COMPONENT "sync"
-#define MARKER_NAME ".llmr-manifest.json"
+#define MARKER_NAME LLMR_SYNC_MARKER_NAME
 #define PARTIAL_DIR ".partial"
 #define MAX_PATH_BYTES 4096
 #define MAX_FILES 100000
 #define MAX_MARKER_BYTES (64u << 20)
+#define LLMR_SOURCE_SAMPLE_FROM (64u << 20) /* larger files get a sampled digest in the marker */
 
 void llmr_sync_options_default(llmr_sync_options *o)
 {
@@ -789,6 +790,25 @@ static char *join3(const char *a, const char *b, const char *c)
     return abc;
 }
 
+/* What the marker records of a complete sync: the manifest, with the sampled digest of
+ * each large file it gave none (taken now, after the file's full check), for the quick
+ * check before each load (model_check.h).  NULL when out of memory. */
+static json_t *marker_record(const sync_ctx *x, const json_t *manifest)
+{
+    json_t *copy = json_deep_copy(manifest);
+    json_t *files = json_object_get(copy, "files");
+    for (size_t i = 0; copy && i < x->n && i < json_array_size(files); i++) {
+        const sync_file *f = &x->files[i];
+        char hex[65];
+        uint64_t size = 0;
+        if (f->has_sample || f->size <= LLMR_SOURCE_SAMPLE_FROM || !f->in_place)
+            continue;
+        if (llmr_file_sample_sha256(f->final_path, &size, hex) == 0 && size == f->size)
+            json_object_set_new(json_array_get(files, i), "sample_sha256", json_string(hex));
+    }
+    return copy;
+}
+
 /* The repo and revision of a manifest's Hub source, or NULLs. */
 static void hub_source(const json_t *manifest, const char **repo, const char **revision)
 {
@@ -907,7 +927,7 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
     memset(&mk, 0, sizeof mk);
     char *models_dir = NULL, *model_dir = NULL, *partial_dir = NULL, *marker_path = NULL;
     char *text = NULL;
-    json_t *skip = NULL;
+    json_t *skip = NULL, *record = NULL;
     llmr_status status = parse_manifest(manifest, &x.name, &x.files, &x.n, err);
     if (status != LLMR_OK)
         goto done;
@@ -1055,7 +1075,8 @@ llmr_status llmr_model_sync(const llmr_sync_options *o, const json_t *manifest, 
     if (partial_root)
         rmdir(partial_root); /* fails while other models are syncing: fine */
     free(partial_root);
-    text = llmr_json_pretty(manifest);
+    record = marker_record(&x, manifest);
+    text = record ? llmr_json_pretty(record) : NULL;
     if (!text)
         goto oom;
     status = llmr_mkdir_p(model_dir, err);
@@ -1080,6 +1101,7 @@ done:
     if (status != LLMR_OK && x.name && x.files)
         emit(&x, "failed", NULL);
     json_decref(skip);
+    json_decref(record);
     free(text);
     marker_free(&mk);
     free_files(x.files, x.n);

@@ -31,6 +31,10 @@
 #include "common/strbuf.h"
 #include "llmr/status.h"
 
+/* The record of a model's last complete sync, in its directory: the manifest, with the
+ * sampled digest of each file past 64 MiB that the manifest gave none (model_check.h). */
+#define LLMR_SYNC_MARKER_NAME ".llmr-manifest.json"
+
 typedef struct llmr_sync_progress {
     const char *model;
     const char *state;        /* "checking", "fetching", "verifying", "ready", "failed" */

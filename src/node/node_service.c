@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "node/node_prompt.h"
 #include "node/control_server.h"
+#include "node/model_check.h"
 #include "node/node_http.h"
 #include "node/router_link.h"
 
@@ -85,6 +86,13 @@ void llmr_node_plugin_dirs_free(char **dirs)
     free(dirs);
 }
 
+/* The engine host's check before each load: the synced files are as recorded. */
+static llmr_status check_model_files(void *user, const char *model_dir, llmr_strbuf *why)
+{
+    (void)user;
+    return llmr_model_files_check(model_dir, why);
+}
+
 void llmr_node_host_options(const llmr_config *cfg, char **plugin_dirs, size_t count,
                             llmr_engine_host_options *o)
 {
@@ -99,6 +107,7 @@ void llmr_node_host_options(const llmr_config *cfg, char **plugin_dirs, size_t c
     o->memory_threshold = llmr_config_number(cfg, LLMR_CONFIG_MEMORY_THRESHOLD);
     const char *budgets = llmr_config_get(cfg, LLMR_CONFIG_VRAM_BUDGETS);
     o->vram_budgets = budgets && *budgets ? budgets : NULL;
+    o->check_files = check_model_files;
 }
 
 /* Adds every model directory under DATA_DIR/models, each with the engine options

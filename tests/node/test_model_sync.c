@@ -19,6 +19,7 @@
 #include "fixture.h"
 #include "llmr/status.h"
 #include "net/http_fetch.h"
+#include "node/model_check.h"
 #include "node/model_in_place.h"
 #include "node/model_sync.h"
 #include "storage/hf_cache.h"
@@ -544,6 +545,63 @@ TEST(a_hub_model_in_the_hugging_face_cache_is_linked_from_there)
     llmr_strbuf_free(&err);
 }
 
+TEST(a_load_checks_that_the_synced_files_did_not_change)
+{
+    const char *hub = fx_tmpdir(), *data = fx_tmpdir();
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    /* a Hub model of a small file and one past 64 MiB (sparse), both in the cache */
+    CHECK_EQ_INT(llmr_mkdir_p(fx_path(hub, "models--org--big/blobs"), &err), LLMR_OK);
+    fx_write_text(hub, "models--org--big/blobs/" SHA_A, "abc");
+    const char *tmp_big = fx_path(hub, "big.tmp");
+    FILE *f = fopen(tmp_big, "wb");
+    CHECK(f != NULL && ftruncate(fileno(f), (65 << 20)) == 0);
+    fclose(f);
+    char big_sha[65], text[2048];
+    CHECK_EQ_INT(llmr_sha256_file(tmp_big, big_sha), 0);
+    char blob[4200];
+    snprintf(blob, sizeof blob, "%s/models--org--big/blobs/%s", hub, big_sha);
+    CHECK_EQ_INT(rename(tmp_big, blob), 0);
+    snprintf(text, sizeof text,
+             "{\"name\": \"big\", \"source\": {\"kind\": \"hf\", \"repo\": \"org/big\", \"revision\": \"main\"},"
+             " \"files\": [{\"path\": \"config.json\", \"size\": 3, \"sha256\": \"" SHA_A "\", \"url\": \"/c\"},"
+             "{\"path\": \"w.bin\", \"size\": %d, \"sha256\": \"%s\", \"url\": \"/w\"}]}",
+             65 << 20, big_sha);
+    json_t *m = parse(text);
+    setenv("HF_HUB_CACHE", hub, 1);
+    llmr_sync_options o;
+    sync_opts(&o, data);
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_OK);
+    unsetenv("HF_HUB_CACHE");
+    /* the marker records the large file's sampled digest, taken after its full check */
+    char *marker = NULL;
+    size_t len = 0;
+    CHECK_EQ_INT(llmr_read_file(fx_path(data, "models/big/.llmr-manifest.json"), 1 << 20, &marker, &len, &err),
+                 LLMR_OK);
+    CHECK_CONTAINS(marker, "sample_sha256");
+    free(marker);
+    const char *dir = fx_path(data, "models/big");
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_files_check(dir, &err), LLMR_OK);
+    /* a byte rewritten where a piece lies (the first one), and the load refuses it */
+    f = fopen(blob, "r+b");
+    CHECK(f != NULL);
+    fputc(1, f);
+    fclose(f);
+    CHECK_EQ_INT(llmr_model_files_check(dir, &err), LLMR_MODEL_CORRUPT);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "w.bin changed on disk");
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "pull it again");
+    /* a small file is hashed whole; one cut short is seen by its size */
+    llmr_strbuf_reset(&err);
+    fx_write_text(dir, "config.json", "abd");
+    CHECK_EQ_INT(llmr_model_files_check(dir, &err), LLMR_MODEL_CORRUPT);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "config.json changed on disk");
+    /* a directory without a marker (put there by hand) has nothing to be checked against */
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_files_check(hub, &err), LLMR_OK);
+    json_decref(m);
+    llmr_strbuf_free(&err);
+}
+
 int main(void)
 {
     RUN(sha256_matches_the_standard_examples);
@@ -560,5 +618,6 @@ int main(void)
     RUN(fetch_reports_the_url_of_a_failure);
     RUN(a_local_directory_is_used_in_place_where_the_node_allows_it);
     RUN(a_hub_model_in_the_hugging_face_cache_is_linked_from_there);
+    RUN(a_load_checks_that_the_synced_files_did_not_change);
     return llmr_test_finish();
 }

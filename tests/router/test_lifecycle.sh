@@ -263,6 +263,7 @@ truncate -s 100 "$store/flaky/model.safetensors"
 chat "$LLMR_ROUTER" flaky
 [[ $code == 503 ]] || fail "a chat with broken weights: 503, got $code $(head -c 300 "$tmp/chat")"
 has "$(cat "$tmp/chat")" "tries again after" "the failed load says when it tries again"
+has "$(cat "$tmp/chat")" "model.safetensors changed on disk since it was synced" "the load names the file that changed"
 cp "$tmp/weights.keep" "$store/flaky/model.safetensors"
 retried() {
   chat "$LLMR_ROUTER" flaky
