@@ -110,8 +110,15 @@ llmr_status llmr_model_files_check(const char *model_dir, llmr_strbuf *why)
     size_t i;
     const json_t *e;
     status = LLMR_OK;
+    const char *corrupt = json_string_value(json_object_get(doc, "corrupt"));
+    if (corrupt) { /* the background hash found a file changed (model_hasher.h) */
+        llmr_strbuf_puts(why, corrupt);
+        status = LLMR_MODEL_CORRUPT;
+    }
     json_array_foreach(json_object_get(doc, "files"), i, e)
     {
+        if (status != LLMR_OK)
+            break;
         status = check_one(model_dir, e, why);
         if (status != LLMR_OK)
             break;

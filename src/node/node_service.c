@@ -17,6 +17,7 @@
 #include "node/node_prompt.h"
 #include "node/control_server.h"
 #include "node/model_check.h"
+#include "node/model_hasher.h"
 #include "node/node_http.h"
 #include "node/router_link.h"
 
@@ -111,8 +112,10 @@ void llmr_node_host_options(const llmr_config *cfg, char **plugin_dirs, size_t c
 }
 
 /* Adds every model directory under DATA_DIR/models, each with the engine options
- * (a JSON object, or NULL); returns how many were added. */
-static size_t add_models(llmr_engine_host *h, const char *models_dir, const char *engine_options)
+ * (a JSON object, or NULL), and queues each for the background hash; returns how many
+ * were added. */
+static size_t add_models(llmr_engine_host *h, llmr_model_hasher *hasher, const char *models_dir,
+                         const char *engine_options)
 {
     DIR *d = opendir(models_dir);
     size_t added = 0;
@@ -132,6 +135,7 @@ static size_t add_models(llmr_engine_host *h, const char *models_dir, const char
             llmr_strbuf err = LLMR_STRBUF_INIT;
             if (llmr_engine_host_add_model(h, &spec, &err) == LLMR_OK) {
                 added++;
+                llmr_model_hasher_add(hasher, de->d_name, path);
                 llmr_model_dir_special_in_content(de->d_name, path, true); /* logs the opt-out */
             }
             else
@@ -210,12 +214,24 @@ static bool check_engine_options(const char *text, llmr_strbuf *err)
 
 struct llmr_node {
     llmr_engine_host *host;
+    llmr_model_hasher *hasher; /* the full hash of large synced files (model_hasher.h) */
     llmr_control_server *ctl;
     llmr_node_http *http;
     llmr_router_link *link;
     char **dirs;
     char *socket_path;
 };
+
+/* A model whose file the background hash found changed: unloaded now (its record is
+ * marked, so that its next load is refused by name). */
+static void on_hash_mismatch(void *user, const char *name, const char *why)
+{
+    llmr_node *n = user;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    (void)why;
+    llmr_engine_host_unload(n->host, name, &err);
+    llmr_strbuf_free(&err);
+}
 
 void llmr_node_stop(llmr_node *n)
 {
@@ -224,6 +240,7 @@ void llmr_node_stop(llmr_node *n)
     llmr_router_link_stop(n->link);
     llmr_node_http_stop(n->http);
     llmr_control_server_stop(n->ctl);
+    llmr_model_hasher_stop(n->hasher);
     llmr_engine_host_free(n->host);
     llmr_node_plugin_dirs_free(n->dirs);
     free(n->socket_path);
@@ -265,7 +282,8 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
     }
     llmr_strbuf_free(&e);
     char *models_dir = llmr_path_join(data_dir, "models");
-    size_t models = models_dir ? add_models(n->host, models_dir, no->engine_options) : 0;
+    n->hasher = llmr_model_hasher_start(on_hash_mismatch, n);
+    size_t models = models_dir ? add_models(n->host, n->hasher, models_dir, no->engine_options) : 0;
     free(models_dir);
     if ((st = llmr_control_server_start(n->socket_path, n->host, &n->ctl, err)) != LLMR_OK)
         goto fail;
@@ -305,7 +323,7 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
         }
         llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
                                        no->origin_allowlist, no->prefer_origin, no->local_dirs, no->allow_cpu,
-                                       no->heartbeat_ms, no->engine_options};
+                                       no->heartbeat_ms, no->engine_options, n->hasher};
         llmr_strbuf le = LLMR_STRBUF_INIT;
         st = llmr_router_link_start(&lo, n->host, n->http, &n->link, &le);
         if (st != LLMR_OK) {

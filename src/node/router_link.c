@@ -792,6 +792,13 @@ static void sync_one(llmr_router_link *l, const char *name)
         }
     }
     llmr_log_info(COMPONENT, "model %s: synced and verified", name);
+    {   /* its large files hashed whole in the background (model_hasher.h) */
+        char *models = llmr_path_join(l->o.data_dir, "models");
+        char *dir = models ? llmr_path_join(models, name) : NULL;
+        llmr_model_hasher_add(l->o.hasher, name, dir);
+        free(dir);
+        free(models);
+    }
     set_state(l, name, "ready", NULL);
 done:
     json_decref(manifest);

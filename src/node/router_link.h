@@ -12,6 +12,7 @@
 
 #include "common/strbuf.h"
 #include "engine_host/engine_host.h"
+#include "node/model_hasher.h"
 #include "node/node_http.h"
 
 typedef struct llmr_router_link llmr_router_link;
@@ -28,6 +29,7 @@ typedef struct llmr_router_link_options {
     bool allow_cpu;               /* say so to the router when there is no GPU */
     unsigned heartbeat_ms;        /* default 5000 */
     const char *engine_options;   /* load options of the models it adds (a JSON object), or NULL */
+    llmr_model_hasher *hasher;    /* each model synced is queued there (model_hasher.h), or NULL */
 } llmr_router_link_options;
 
 llmr_status llmr_router_link_start(const llmr_router_link_options *o, llmr_engine_host *host,

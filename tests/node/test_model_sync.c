@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -20,6 +21,7 @@
 #include "llmr/status.h"
 #include "net/http_fetch.h"
 #include "node/model_check.h"
+#include "node/model_hasher.h"
 #include "node/model_in_place.h"
 #include "node/model_sync.h"
 #include "storage/hf_cache.h"
@@ -602,6 +604,74 @@ TEST(a_load_checks_that_the_synced_files_did_not_change)
     llmr_strbuf_free(&err);
 }
 
+typedef struct hash_report {
+    atomic_bool called;
+    char name[64], why[1024];
+} hash_report;
+
+static void on_hash_fail(void *user, const char *name, const char *why)
+{
+    hash_report *r = user;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->why, sizeof r->why, "%s", why);
+    atomic_store(&r->called, true);
+}
+
+TEST(the_background_hash_sees_a_change_between_the_sampled_pieces)
+{
+    const char *src = fx_tmpdir(), *data = fx_tmpdir();
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    /* a local directory with a 65 MiB weight file (sparse), used in place */
+    FILE *f = fopen(fx_path(src, "w.bin"), "wb");
+    CHECK(f != NULL && ftruncate(fileno(f), (65 << 20)) == 0);
+    fclose(f);
+    fx_write_text(src, "config.json", "abc");
+    char sample[65], text[2048];
+    uint64_t size = 0;
+    CHECK_EQ_INT(llmr_file_sample_sha256(fx_path(src, "w.bin"), &size, sample), 0);
+    snprintf(text, sizeof text,
+             "{\"name\": \"loc\", \"source\": {\"kind\": \"local\", \"dir\": \"%s\"}, \"files\": ["
+             "{\"path\": \"config.json\", \"size\": 3, \"sha256\": \"" SHA_A "\", \"url\": \"/c\"},"
+             "{\"path\": \"w.bin\", \"size\": %d, \"sample_sha256\": \"%s\", \"url\": \"/w\"}]}",
+             src, 65 << 20, sample);
+    json_t *m = parse(text);
+    llmr_sync_options o;
+    sync_opts(&o, data);
+    o.local_dirs = src;
+    CHECK_EQ_INT(llmr_model_sync(&o, m, NULL, &err), LLMR_OK);
+    const char *dir = fx_path(data, "models/loc");
+    /* the first full hash is recorded */
+    CHECK_EQ_INT(llmr_model_hash_check(dir, NULL, &err), LLMR_OK);
+    char *marker = NULL;
+    size_t len = 0;
+    CHECK_EQ_INT(llmr_read_file(fx_path(dir, ".llmr-manifest.json"), 1 << 20, &marker, &len, &err), LLMR_OK);
+    CHECK_CONTAINS(marker, "node_sha256");
+    free(marker);
+    /* a byte rewritten at 1 MiB, between the first two pieces: the check before a load
+     * does not see it, the full hash does, and marks the record */
+    f = fopen(fx_path(src, "w.bin"), "r+b");
+    CHECK(f != NULL && fseek(f, 1 << 20, SEEK_SET) == 0);
+    fputc(7, f);
+    fclose(f);
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_files_check(dir, &err), LLMR_OK);
+    hash_report rep = {0};
+    llmr_model_hasher *hz = llmr_model_hasher_start(on_hash_fail, &rep);
+    CHECK(hz != NULL);
+    llmr_model_hasher_add(hz, "loc", dir);
+    for (int i = 0; i < 400 && !atomic_load(&rep.called); i++)
+        nanosleep(&(struct timespec){0, 25000000}, NULL);
+    llmr_model_hasher_stop(hz);
+    CHECK(atomic_load(&rep.called));
+    CHECK_EQ_STR(rep.name, "loc");
+    CHECK_CONTAINS(rep.why, "w.bin changed on disk since it was first hashed");
+    llmr_strbuf_reset(&err);
+    CHECK_EQ_INT(llmr_model_files_check(dir, &err), LLMR_MODEL_CORRUPT);
+    CHECK_CONTAINS(llmr_strbuf_cstr(&err), "changed on disk since it was first hashed");
+    json_decref(m);
+    llmr_strbuf_free(&err);
+}
+
 int main(void)
 {
     RUN(sha256_matches_the_standard_examples);
@@ -619,5 +689,6 @@ int main(void)
     RUN(a_local_directory_is_used_in_place_where_the_node_allows_it);
     RUN(a_hub_model_in_the_hugging_face_cache_is_linked_from_there);
     RUN(a_load_checks_that_the_synced_files_did_not_change);
+    RUN(the_background_hash_sees_a_change_between_the_sampled_pieces);
     return llmr_test_finish();
 }
