@@ -1240,6 +1240,8 @@ static llmr_status resolve_local(const llmr_source_options *o, const char *sourc
     for (size_t i = 0; hash && i < w.list.count; i++) {
         llmr_source_file *f = &w.list.files[i];
         char hex[65];
+        if (!llmr_source_is_model_file(f->path))
+            continue; /* no manifest takes it: not read at all (a directory like /etc costs a walk) */
         char *full = llmr_path_join(root, f->path);
         bool sample = f->size > LLMR_SOURCE_HASH_MAX;
         uint64_t size = f->size;

@@ -55,9 +55,10 @@ static json_t *listing_json(const llmr_source *s)
     json_t *files = json_array();
     for (size_t i = 0; i < s->count; i++) {
         const llmr_source_file *f = &s->files[i];
-        json_array_append_new(files, json_pack("{s:s, s:I, s:o, s:o}", "path", f->path, "size",
+        json_array_append_new(files, json_pack("{s:s, s:I, s:o, s:o, s:o}", "path", f->path, "size",
                                                (json_int_t)f->size, "sha256",
-                                               string_or_null(f->sha256), "origin_url",
+                                               string_or_null(f->sha256), "sample_sha256",
+                                               string_or_null(f->sample_sha256), "origin_url",
                                                string_or_null(f->origin_url)));
     }
     return json_pack("{s:o, s:o, s:o, s:o, s:o}", "kind", string_or_null(s->kind), "repo",

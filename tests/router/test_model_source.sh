@@ -137,7 +137,9 @@ for p, f in got.items():
     if f["size"] != size:
         problems.append("%s: size %s, wanted %s" % (p, f["size"], size))
     lfs = size > 1024 or p.endswith((".safetensors", ".gguf", ".bin"))
-    known = kind == "local" or lfs or p in model_files or p.startswith("metal/")
+    top = "/" not in p or (p.startswith("metal/") and p.count("/") == 1)
+    manifest_file = top and (p in model_files or p.endswith((".safetensors", ".gguf")) or p.startswith("metal/"))
+    known = (kind == "local" and manifest_file) or (kind == "hf" and (lfs or p in model_files or p.startswith("metal/")))
     if known and f["sha256"] != sha:
         problems.append("%s: sha256 %s, wanted %s" % (p, f["sha256"], sha))
     if not known and f["sha256"] is not None:
@@ -350,6 +352,15 @@ problems=$(verify_listing "$tmp/local.json" "$good" local)
 [[ -z $problems ]] || fail "local listing: $problems"
 expect 0 "resolve a local directory unhashed" -- "$DRIVER" --no-hash resolve "$good"
 [[ $(jpy "$tmp/out" 'all(f["sha256"] is None for f in d["files"])') == true ]] || fail "--no-hash hashed"
+# a registration reads what a manifest may take and no more: a 2 GB config.json gets a
+# sampled digest (about 1 MiB read, not 2 GB hashed), a 1 GB file no manifest takes and a
+# file in a subdirectory are not read at all
+mkdir -p "$tmp/hog/sub" && cp "$good/tokenizer.json" "$tmp/hog/"
+truncate -s 2G "$tmp/hog/config.json" && truncate -s 1G "$tmp/hog/notes.bin" && echo x >"$tmp/hog/sub/a.json"
+expect 0 "resolve a directory with a 2 GB config.json" -- "$DRIVER" resolve "$tmp/hog"
+[[ $(jpy "$tmp/out" '",".join("%s:%s:%s" % (f["path"], f["sha256"] is not None, f["sample_sha256"] is not None) for f in d["files"])') == \
+   "config.json:False:True,notes.bin:False:False,sub/a.json:False:False,tokenizer.json:True:False" ]] ||
+  fail "only the files a manifest takes are digested, a large one by samples: $(cat "$tmp/out")"
 expect 0 "manifest local" -- "$DRIVER" manifest "$good" tiny safetensors
 cp "$tmp/out" "$tmp/m-local.json"
 [[ $(paths_of "$tmp/m-local.json") == "$(paths_of "$tmp/m-good.json")" ]] || fail "local and Hub manifests differ in paths"
