@@ -42,6 +42,7 @@
 #include "common/json_util.h"
 #include "common/random.h"
 #include "models/loopback_model.h"
+#include "net/curl_handle.h"
 
 #define CMD "bench router"
 #define MODEL_NAME "echo"
@@ -302,7 +303,7 @@ static size_t collect(char *data, size_t size, size_t n, void *user)
 /* auth: an "Authorization: ..." header, or NULL. */
 static long http_call_as(const char *method, const char *url, const char *body, const char *auth, llmr_strbuf *out)
 {
-    CURL *c = curl_easy_init();
+    CURL *c = llmr_curl_new();
     if (!c)
         return 0;
     llmr_strbuf_reset(out);

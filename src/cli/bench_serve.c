@@ -23,6 +23,7 @@
 #include "cli/bench_serve_stream.h"
 #include "cli/id_list.h"
 #include "common/clock.h"
+#include "net/curl_handle.h"
 
 #define CMD "bench serve"
 #define MAX_LEVELS 16
@@ -144,7 +145,7 @@ static double kv_used_tokens(const serve_opts *o)
 {
     char url[600];
     snprintf(url, sizeof url, "%s/metrics", o->url);
-    CURL *curl = curl_easy_init();
+    CURL *curl = llmr_curl_new();
     if (!curl)
         return -1;
     body_buffer buf = {0};

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "common/clock.h"
+#include "net/curl_handle.h"
 
 #define LINE_MAX_BYTES (1u << 20)
 
@@ -126,7 +127,7 @@ void bss_run(const char *url, const char *key, const char *body, unsigned timeou
 {
     memset(r, 0, sizeof *r);
     parse p = {.r = r};
-    CURL *curl = curl_easy_init();
+    CURL *curl = llmr_curl_new();
     if (!curl) {
         set_error(r, "%s", "curl_easy_init failed");
         return;

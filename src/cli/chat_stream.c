@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
+#include "net/curl_handle.h"
 
 typedef struct stream_state {
     CURL *h;
@@ -109,7 +110,7 @@ bool llmr_chat_stream(const llmr_router_client *c, json_t *body, volatile sig_at
         headers = curl_slist_append(headers, llmr_strbuf_cstr(&auth));
     }
     stream_state s = {.pending = LLMR_STRBUF_INIT, .piece = piece, .user = user, .stop = stop, .out = out};
-    s.h = curl_easy_init();
+    s.h = llmr_curl_new();
     char detail[CURL_ERROR_SIZE] = "";
     bool answered = false;
     if (!s.h || !json || !headers || llmr_strbuf_failed(&url) || llmr_strbuf_failed(&auth)) {

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "engine_host/worker_main.h"
+#include "net/curl_handle.h"
 
 #ifndef LLMR_VERSION
 #define LLMR_VERSION "0.0.0-dev"
@@ -62,6 +63,7 @@ int main(int argc, char **argv)
     const char *format_text = llmr_config_get(&config, LLMR_CONFIG_LOG_FORMAT);
     llmr_log_format_parse(format_text, &format);
     llmr_log_set_format(format);
+    llmr_curl_set_ca_file(llmr_config_get(&config, LLMR_CONFIG_TLS_CA));
     /* the node's engine workers (processes of their own) log the same way */
     if (format_text)
         setenv("LLMR_LOG_FORMAT", format_text, 1);

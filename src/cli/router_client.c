@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "net/curl_handle.h"
 #include "router/router.h"
 
 void llmr_router_client_init(llmr_router_client *c, const char *cmd)
@@ -157,7 +158,7 @@ bool llmr_router_request(const llmr_router_client *c, const char *method, const 
         llmr_strbuf_printf(&auth, "Authorization: Bearer %s", c->key);
         headers = curl_slist_append(headers, llmr_strbuf_cstr(&auth));
     }
-    CURL *h = curl_easy_init();
+    CURL *h = llmr_curl_new();
     char detail[CURL_ERROR_SIZE] = "";
     bool ok = false;
     if (!h || !headers || (body && !json) || llmr_strbuf_failed(&url) || llmr_strbuf_failed(&auth)) {

@@ -41,7 +41,14 @@
       "(e.g. gpt-oss-cuda=60GiB)")                                                       \
     X(CORS_ORIGINS, cors_origins, "",                                                    \
       "origins a browser app may call the HTTP API from, comma-separated "                \
-      "(https://app.example.com,http://localhost:3000), or * for any; empty: no CORS")
+      "(https://app.example.com,http://localhost:3000), or * for any; empty: no CORS")    \
+    X(TLS_CERT, tls_cert, "",                                                            \
+      "PEM file of the certificate (chain) the HTTP server presents; with tls_key it "    \
+      "speaks HTTPS only")                                                               \
+    X(TLS_KEY, tls_key, "", "PEM file of the private key of tls_cert")                   \
+    X(TLS_CA, tls_ca, "",                                                                \
+      "PEM file of CA certificates that llmr's own HTTPS connections (to a router, a "    \
+      "node, or a proxy in front of one) trust besides the system's")
 
 typedef enum llmr_config_key {
 #define LLMR_CONFIG_ENUM(key, name, def, desc) LLMR_CONFIG_##key,

@@ -22,6 +22,7 @@
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "net/curl_handle.h"
 
 #define COMPONENT "fetch"
 
@@ -276,7 +277,7 @@ static try_result one_try(fetch_state *s, struct curl_slist *headers, llmr_strbu
     s->last_have = s->have;
     s->last_change_ms = llmr_now_ms();
 
-    CURL *c = curl_easy_init();
+    CURL *c = llmr_curl_new();
     if (!c) {
         llmr_strbuf_puts(why, "cannot start a transfer (libcurl: out of memory?)");
         *status = LLMR_IO;

@@ -21,6 +21,7 @@
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "net/curl_handle.h"
 #include "node/node_prompt.h"
 #include "node/model_sync.h"
 
@@ -79,7 +80,7 @@ static long request(llmr_router_link *l, const char *method, const char *path, c
                     json_t **answer, llmr_strbuf *err)
 {
     *answer = NULL;
-    CURL *c = curl_easy_init();
+    CURL *c = llmr_curl_new();
     if (!c) {
         llmr_strbuf_puts(err, "cannot start an HTTP client");
         return 0;

@@ -32,6 +32,7 @@
 #include "common/sha1.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
+#include "net/curl_handle.h"
 #include "net/http_fetch.h"
 #include "storage/hf_cache.h"
 
@@ -549,7 +550,7 @@ static llmr_status hub_get(const hub *h, const char *url, size_t max_body, answe
                 goto done;
             }
         }
-        CURL *c = curl_easy_init();
+        CURL *c = llmr_curl_new();
         if (!c) {
             curl_slist_free_all(headers);
             llmr_strbuf_printf(err, "GET %s: cannot start a transfer (libcurl: out of memory?)",

@@ -30,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "net/curl_handle.h"
 #include "openai/openai_api.h"
 #include "openai/openai_responses.h"
 
@@ -318,7 +319,7 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
 {
     char target[600];
     snprintf(target, sizeof target, "%s%s", t->url, req->path);
-    CURL *c = curl_easy_init();
+    CURL *c = llmr_curl_new();
     if (!c)
         return false;
     a->curl = c;
