@@ -24,6 +24,8 @@ static void help(FILE *out)
             "                 [--origin-allowlist HOSTS] [--prefer-origin] [--heartbeat SECONDS]\n"
             "                 [--no-http] [--engine-options JSON] [--cors-origins LIST]\n"
             "                 [--default-max-tokens N] [--shutdown-grace SECONDS]\n"
+            "                 [--max-connections N] [--max-connections-per-client N]\n"
+            "                 [--header-timeout SECONDS] [--body-timeout SECONDS]\n"
             "       llmr node status [--json]\n"
             "       llmr node metrics\n"
             "       llmr node reload-plugins\n"
@@ -51,6 +53,13 @@ static void help(FILE *out)
             "  --default-max-tokens N  what a request without max_tokens (or with\n"
             "                        max_tokens: null) generates at most (default 8192)\n"
             "  --shutdown-grace S    how long running requests may go on at a stop\n"
+            "  --max-connections N   client connections at once (default 1024)\n"
+            "  --max-connections-per-client N  connections at once from one IP address\n"
+            "                        (default: no limit but --max-connections)\n"
+            "  --header-timeout S    a connection that has not sent a request's headers S\n"
+            "                        seconds after it opened is closed (default 10)\n"
+            "  --body-timeout S      likewise for its body, from the headers (default 60)\n"
+
             "  --cors-origins LIST   origins a browser app may call the API from,\n"
             "                        comma-separated, or * (or LLMR_CORS_ORIGINS); default:\n"
             "                        no CORS\n"
@@ -473,7 +482,11 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
                              : !strcmp(a, "--origin-allowlist") ? &o.origin_allowlist
                              : !strcmp(a, "--engine-options")   ? &o.engine_options
                                                                 : NULL;
-        if (value) {
+        bool bad = false;
+        if (llmr_cli_http_limit(argc, argv, &i, "node", &o.http_limits, &bad)) {
+            if (bad)
+                return LLMR_EXIT_USAGE;
+        } else if (value) {
             if (i + 1 >= argc) {
                 llmr_cli_error("node", "%s needs a value", a);
                 return LLMR_EXIT_USAGE;
