@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/problems.h"
+#include "http/http_server.h"
 
 #define LLMR_EXIT_OK 0
 #define LLMR_EXIT_FAILED 1
@@ -51,6 +52,14 @@ bool llmr_cli_wants_help(int argc, char **argv);
  * *bad. */
 bool llmr_cli_option(int argc, char **argv, int *i, const char *name, const char **value,
                      bool *bad);
+
+/* The options of a server's connections (llmr_http_limits): --max-connections N,
+ * --max-connections-per-client N, --header-timeout SECONDS, --body-timeout SECONDS.
+ * True when argv[*i] is one of them (*i then moves past its value); *bad is set, with
+ * a message for cmd, when the value is not a whole number from 1 to 1000000 (86400
+ * for the timeouts). */
+bool llmr_cli_http_limit(int argc, char **argv, int *i, const char *cmd, llmr_http_limits *l,
+                         bool *bad);
 
 /* Prints "llmr CMD: " + message to stderr. */
 void llmr_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

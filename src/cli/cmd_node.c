@@ -24,7 +24,9 @@ static void help(FILE *out)
             "                 [--origin-allowlist HOSTS] [--prefer-origin] [--local-dirs DIRS]\n"
             "                 [--heartbeat SECONDS] [--no-http] [--engine-options JSON]\n"
             "                 [--cors-origins LIST] [--default-max-tokens N]\n"
-            "                 [--shutdown-grace SECONDS]\n"
+            "                 [--shutdown-grace SECONDS] [--max-connections N]\n"
+            "                 [--max-connections-per-client N] [--header-timeout SECONDS]\n"
+            "                 [--body-timeout SECONDS]\n"
             "       llmr node status [--json]\n"
             "       llmr node metrics\n"
             "       llmr node reload-plugins\n"
@@ -52,6 +54,13 @@ static void help(FILE *out)
             "  --default-max-tokens N  what a request without max_tokens (or with\n"
             "                        max_tokens: null) generates at most (default 8192)\n"
             "  --shutdown-grace S    how long running requests may go on at a stop\n"
+            "  --max-connections N   client connections at once (default 1024)\n"
+            "  --max-connections-per-client N  connections at once from one IP address\n"
+            "                        (default: no limit but --max-connections)\n"
+            "  --header-timeout S    a connection that has not sent a request's headers S\n"
+            "                        seconds after it opened is closed (default 10)\n"
+            "  --body-timeout S      likewise for its body, from the headers (default 60)\n"
+
             "  --cors-origins LIST   origins a browser app may call the API from,\n"
             "                        comma-separated, or * (or LLMR_CORS_ORIGINS); default:\n"
             "                        no CORS\n"
@@ -480,7 +489,11 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
                              : !strcmp(a, "--local-dirs")       ? &o.local_dirs
                              : !strcmp(a, "--engine-options")   ? &o.engine_options
                                                                 : NULL;
-        if (value) {
+        bool bad = false;
+        if (llmr_cli_http_limit(argc, argv, &i, "node", &o.http_limits, &bad)) {
+            if (bad)
+                return LLMR_EXIT_USAGE;
+        } else if (value) {
             if (i + 1 >= argc) {
                 llmr_cli_error("node", "%s needs a value", a);
                 return LLMR_EXIT_USAGE;

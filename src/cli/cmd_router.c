@@ -14,7 +14,9 @@ static void help(FILE *out)
             "usage: llmr router [--no-auth] [--artifact-allowlist ORGS] [--cors-origins LIST]\n"
             "                   [--node-url-allow NETS] [--node-offline S] [--node-expire S]\n"
             "                   [--key-rpm N] [--key-concurrent N] [--key-tpm N]\n"
-            "                   [--shutdown-grace SECONDS] [--node-max-outstanding N]\n\n"
+            "                   [--shutdown-grace SECONDS] [--node-max-outstanding N]\n"
+            "                   [--max-connections N] [--max-connections-per-client N]\n"
+            "                   [--header-timeout SECONDS] [--body-timeout SECONDS]\n\n"
             "Runs the router on --host and --port: the OpenAI API (/v1) in front of the nodes\n"
             "that register with it, model registration and manifests, node registration and\n"
             "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
@@ -50,6 +52,14 @@ static void help(FILE *out)
             "  --node-expire S           and is removed after S seconds (default 600; 0: never)\n"
             "  --node-max-outstanding N  requests sent to one node at once; more wait in\n"
             "                            the queue (default 256)\n"
+            "  --max-connections N       client connections at once (default 4096)\n"
+            "  --max-connections-per-client N\n"
+            "                            connections at once from one IP address (default:\n"
+            "                            no limit but --max-connections; behind a proxy every\n"
+            "                            client has the proxy's address)\n"
+            "  --header-timeout S        a connection that has not sent a request's headers\n"
+            "                            S seconds after it opened is closed (default 10)\n"
+            "  --body-timeout S          likewise for its body, from the headers (default 60)\n"
             "SIGINT or SIGTERM stops it: it stops accepting, lets running requests finish\n"
             "for up to --shutdown-grace seconds (default 30), then ends the streams still\n"
             "open with an error event (a request still waiting for a node gets one at once).\n"
@@ -66,7 +76,11 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     o.admin_key = getenv("LLMR_ADMIN_KEY");
     o.cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-auth")) {
+        bool bad = false;
+        if (llmr_cli_http_limit(argc, argv, &i, "router", &o.http_limits, &bad)) {
+            if (bad)
+                return LLMR_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--no-auth")) {
             o.no_auth = true;
         } else if (!strcmp(argv[i], "--artifact-allowlist") && i + 1 < argc) {
             o.artifact_allowlist = argv[++i];

@@ -11,9 +11,53 @@
 
 #include "http/http_server.h"
 
-/* How long a content reader waits for bytes before it looks whether the client or
- * the server has gone; also the longest llmr_http_server_stop waits for a reader. */
-#define LLMR_HTTP_STREAM_POLL_MS 100
+/* How often the watch thread looks at connections' deadlines and at suspended
+ * streams' clients (a hang-up is noticed within this). */
+#define HTTP_WATCH_TICK_MS 100
+
+/* ---- handler threads (http_workers.c) ---- */
+typedef struct http_workers http_workers;
+typedef void (*http_job_fn)(void *arg);
+/* A pool of at most max_threads threads, none started yet; NULL when out of memory. */
+http_workers *http_workers_new(unsigned max_threads);
+/* Runs fn(arg) on a pool thread; false when it cannot (out of memory, stopping). */
+bool http_workers_submit(http_workers *w, http_job_fn fn, void *arg);
+/* Threads alive now. */
+unsigned http_workers_threads(http_workers *w);
+/* Takes no more jobs (submit fails), runs what is queued, waits for every thread to
+ * exit. */
+void http_workers_drain(http_workers *w);
+/* Drains, frees.  NULL: nothing. */
+void http_workers_free(http_workers *w);
+
+/* ---- deadlines and suspended streams (http_watch.c) ---- */
+typedef struct http_watch http_watch;
+typedef struct http_conn http_conn;
+typedef enum http_phase {
+    HTTP_PHASE_BODY, /* the headers are in: the body's deadline runs */
+    HTTP_PHASE_NONE, /* the request is whole: no deadline while it is answered */
+    HTTP_PHASE_NEXT, /* answered: the next request's headers (after the idle time) */
+} http_phase;
+/* Starts the watch thread; a 0 timeout is no deadline.  NULL when it cannot. */
+http_watch *http_watch_new(unsigned header_timeout_s, unsigned body_timeout_s,
+                           unsigned idle_timeout_s);
+void http_watch_free(http_watch *w);
+/* A connection accepted on fd: its headers' deadline runs.  NULL when out of memory
+ * (the connection then has no deadline). */
+http_conn *http_watch_conn_open(http_watch *w, int fd);
+/* Before its socket closes. */
+void http_watch_conn_close(http_watch *w, http_conn *c);
+void http_watch_conn_phase(http_watch *w, http_conn *c, http_phase phase);
+/* Connections shut down for a deadline so far. */
+uint64_t http_watch_closed(http_watch *w);
+/* Streams the thread checks (http_stream_check) until removed. */
+bool http_watch_stream_add(http_watch *w, llmr_http_stream *s);
+void http_watch_stream_remove(http_watch *w, llmr_http_stream *s);
+/* Checks every stream now (llmr_http_server_stop, once stopping is set). */
+void http_watch_check_streams(http_watch *w);
+/* A suspended stream whose client hung up, or whose server stops, is resumed to end
+ * with an error. */
+void http_stream_check(llmr_http_stream *s);
 
 /* One request's record for the access log and on_done (see http_server.h). */
 typedef struct http_access http_access;
@@ -44,7 +88,9 @@ struct MHD_Response *llmr_http_stream_open(struct MHD_Connection *conn,
                                            llmr_http_stream **out);
 /* The server's count of streams not yet freed (llmr_http_server_drain waits for it)
  * and the most bytes a stream queues for its client (0: the default): what the two
- * calls above share with every stream the server opens after. */
-void http_stream_set_server(llmr_http_stream *s, atomic_uint *open_streams, size_t queue_max);
+ * calls above share with every stream the server opens after.  watch (NULL: none)
+ * checks the stream's client while its connection is suspended. */
+void http_stream_set_server(llmr_http_stream *s, atomic_uint *open_streams, size_t queue_max,
+                            http_watch *watch);
 
 #endif

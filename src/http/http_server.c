@@ -1,4 +1,15 @@
-/* The HTTP server (see http_server.h): libmicrohttpd with a thread per connection.
+/* The HTTP server (see http_server.h): libmicrohttpd's epoll event loop on a few
+ * threads (HTTP_IO_THREADS), with handlers on a pool of threads (http_workers.c).
+ *
+ * A connection costs no thread while it sends its request or waits for its answer:
+ * when the request is whole its connection is suspended and a pool thread runs the
+ * handler, queues the response it made (libmicrohttpd allows that on a suspended
+ * connection) and resumes the connection.  The pool grows with the handlers running,
+ * up to max_connections threads (a handler may block, as before with a thread per
+ * connection), and shrinks when idle.  A streamed response suspends its connection
+ * while its queue is empty (http_stream.c).  A connection that does not send its
+ * headers within header_timeout_s, or its body within body_timeout_s of them, is
+ * closed by the watch thread (http_watch.c).
  *
  * A request's state lives in a request_ctx made when libmicrohttpd reports the
  * request line (the URI log callback, which sees the raw target and so the raw
@@ -35,6 +46,9 @@
  * one declared longer is answered at once, one that keeps coming past it has its
  * connection closed without an answer. */
 #define DRAIN_LIMIT ((uint64_t)64 << 20)
+/* libmicrohttpd's event-loop threads: they only move bytes and run the callbacks
+ * that do not block, so a few serve thousands of connections. */
+#define HTTP_IO_THREADS 4
 
 struct llmr_http_server {
     struct MHD_Daemon *daemon;
@@ -47,6 +61,8 @@ struct llmr_http_server {
     size_t stream_queue_max;
     MHD_socket quiesced;  /* the listening socket after llmr_http_server_quiesce */
     char *service;        /* the access log's name, or NULL */
+    http_workers *workers; /* runs the handlers */
+    http_watch *watch;    /* deadlines; suspended streams */
     llmr_http_done_fn on_done;
     void *done_user;
 };
@@ -54,6 +70,7 @@ struct llmr_http_server {
 /* One request, from its request line to its completion. */
 typedef struct request_ctx {
     bool started;        /* the access handler saw the headers */
+    bool dispatched;     /* the handler runs (or ran) on a pool thread */
     bool too_large;      /* the body passed max_body: dropping the rest */
     bool nul_in_path;    /* the path encodes a NUL (%00): answered 400 */
     uint64_t seen;       /* body bytes received, kept or not */
@@ -90,6 +107,22 @@ void llmr_http_server_options_default(llmr_http_server_options *o)
     o->max_body = (size_t)8 << 20;
     o->max_connections = 256;
     o->timeout_s = 120;
+    o->header_timeout_s = 10;
+    o->body_timeout_s = 60;
+}
+
+void llmr_http_limits_apply(const llmr_http_limits *l, llmr_http_server_options *o)
+{
+    if (!l)
+        return;
+    if (l->max_connections)
+        o->max_connections = l->max_connections;
+    if (l->max_connections_per_client)
+        o->max_connections_per_client = l->max_connections_per_client;
+    if (l->header_timeout_s)
+        o->header_timeout_s = l->header_timeout_s;
+    if (l->body_timeout_s)
+        o->body_timeout_s = l->body_timeout_s;
 }
 
 const char *llmr_http_request_header(const llmr_http_request *req, const char *name)
@@ -232,7 +265,7 @@ llmr_http_stream *llmr_http_reply_stream(llmr_http_reply *r, unsigned status,
     if (!resp)
         return NULL;
     if (r->srv)
-        http_stream_set_server(s, &r->srv->open_streams, r->srv->stream_queue_max);
+        http_stream_set_server(s, &r->srv->open_streams, r->srv->stream_queue_max, r->srv->watch);
     if (r->access) { /* the stream's end finishes the record */
         http_stream_take_access(s, r->access, status);
         r->access = NULL;
@@ -357,14 +390,65 @@ static void take_body(llmr_http_server *srv, request_ctx *rq, const char *data, 
         llmr_strbuf_append(&rq->body, data, n);
 }
 
-/* The whole request is in: the handler answers it. */
+/* A handler's run on a pool thread: what it answers, and for which connection. */
+typedef struct handler_job {
+    llmr_http_server *srv;
+    struct MHD_Connection *conn;
+    llmr_http_request req;
+    const char *method, *url;
+    uint64_t t0_ns;
+    int64_t arrival_unix_ms;
+} handler_job;
+
+/* On a pool thread: the handler answers; the response is queued on the suspended
+ * connection, which then resumes.  Nothing of the request is used after that (the
+ * connection may complete and free it at once). */
+static void run_handler(void *arg)
+{
+    handler_job *j = arg;
+    llmr_http_server *srv = j->srv;
+    llmr_http_reply r = {.conn = j->conn, .stopping = &srv->stopping, .srv = srv,
+                         .request_id = j->req.request_id,
+                         .access = http_access_new(srv->service, srv->on_done, srv->done_user,
+                                                   j->req.request_id, j->method, j->url,
+                                                   j->t0_ns, j->arrival_unix_ms)};
+    llmr_log_set_request_id(j->req.request_id);
+    srv->handler(srv->user, &j->req, &r);
+    llmr_log_set_request_id(NULL);
+    if (!r.response) {
+        llmr_log_warn(COMPONENT, "%s %s: the handler did not reply", j->method, j->url);
+        llmr_http_reply_error(&r, 500, "server_error", NULL, "internal_error",
+                              "the server did not answer the request");
+    }
+    struct MHD_Connection *conn = j->conn;
+    /* nothing queued: once resumed, the access handler sees the request dispatched
+     * and closes the connection */
+    if (send_reply(conn, &r) != MHD_YES)
+        llmr_log_warn(COMPONENT, "%s %s: no answer could be queued", j->method, j->url);
+    reply_clear(&r);
+    free(j);
+    MHD_resume_connection(conn);
+}
+
+/* The whole request is in: a pool thread runs the handler while the connection is
+ * suspended. */
 static enum MHD_Result answer(llmr_http_server *srv, request_ctx *rq,
                               struct MHD_Connection *conn, const char *url, const char *method)
 {
     if (llmr_strbuf_failed(&rq->body))
         return send_error(srv, rq, conn, url, method, 500, "server_error", "internal_error",
                           "out of memory reading the request body");
-    llmr_http_request req = {
+    handler_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return send_error(srv, rq, conn, url, method, 503, "server_error", "overloaded",
+                          "out of memory starting the request");
+    j->srv = srv;
+    j->conn = conn;
+    j->method = method;
+    j->url = url;
+    j->t0_ns = rq->t0_ns;
+    j->arrival_unix_ms = rq->arrival_unix_ms;
+    j->req = (llmr_http_request){
         .method = method,
         .path = url,
         .query = rq->query,
@@ -374,19 +458,24 @@ static enum MHD_Result answer(llmr_http_server *srv, request_ctx *rq,
         .conn = conn,
         .request_id = rq->request_id,
     };
-    llmr_http_reply r = {.conn = conn, .stopping = &srv->stopping, .srv = srv, .request_id = rq->request_id,
-                         .access = access_new(srv, rq, conn, url, method)};
-    llmr_log_set_request_id(rq->request_id);
-    srv->handler(srv->user, &req, &r);
-    llmr_log_set_request_id(NULL);
-    if (!r.response) {
-        llmr_log_warn(COMPONENT, "%s %s: the handler did not reply", method, url);
-        llmr_http_reply_error(&r, 500, "server_error", NULL, "internal_error",
-                              "the server did not answer the request");
+    rq->dispatched = true;
+    MHD_suspend_connection(conn);
+    if (!http_workers_submit(srv->workers, run_handler, j)) {
+        MHD_resume_connection(conn);
+        free(j);
+        rq->dispatched = false;
+        return send_error(srv, rq, conn, url, method, 503, "server_error", "overloaded",
+                          "no thread could run the request");
     }
-    enum MHD_Result ret = send_reply(conn, &r);
-    reply_clear(&r);
-    return ret;
+    return MHD_YES;
+}
+
+/* The watch's record of conn (NULL: none). */
+static http_conn *conn_record(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
 }
 
 /* libmicrohttpd's access handler: called when the headers are in, for each piece of
@@ -400,8 +489,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     (void)version;
     if (!rq)
         return MHD_NO; /* its context could not be allocated */
+    if (rq->dispatched)
+        return MHD_NO; /* its handler's answer could not be queued: close */
     if (!rq->started) {
         rq->started = true;
+        http_watch_conn_phase(srv->watch, conn_record(conn), HTTP_PHASE_BODY);
         const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-request-id");
         if (llmr_request_id_valid(given))
             snprintf(rq->request_id, sizeof rq->request_id, "%s", given);
@@ -424,6 +516,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         *upload_size = 0;
         return past_drain_limit(srv, rq->seen) ? MHD_NO : MHD_YES;
     }
+    http_watch_conn_phase(srv->watch, conn_record(conn), HTTP_PHASE_NONE);
     if (rq->too_large)
         return send_too_large(srv, rq, conn, url, method);
     return answer(srv, rq, conn, url, method);
@@ -465,9 +558,9 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
+    llmr_http_server *srv = cls;
     (void)toe;
+    http_watch_conn_phase(srv->watch, conn_record(conn), HTTP_PHASE_NEXT);
     request_ctx *rq = *con_cls;
     if (!rq)
         return;
@@ -475,6 +568,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(rq->query);
     free(rq);
     *con_cls = NULL;
+}
+
+/* A connection was accepted or closed: the watch's record of it. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    llmr_http_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? http_watch_conn_open(srv->watch, ci->connect_fd) : NULL;
+    }
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        http_watch_conn_close(srv->watch, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 /* libmicrohttpd's own messages (a client that sent garbage, a full connection table):
@@ -572,16 +681,31 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
     atomic_init(&srv->open_streams, 0);
     srv->stream_queue_max = o->stream_queue_max;
     srv->quiesced = MHD_INVALID_SOCKET;
-    /* poll, not select: select cannot watch descriptors past FD_SETSIZE (1024), which a
-     * router with hundreds of streams (each with its connection to a node) reaches */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                     MHD_USE_ERROR_LOG | MHD_USE_ITC; /* ITC: llmr_http_server_quiesce */
+    unsigned max_conn = o->max_connections ? o->max_connections : 256;
+    srv->workers = http_workers_new(max_conn);
+    srv->watch = http_watch_new(o->header_timeout_s, o->body_timeout_s,
+                                o->timeout_s ? o->timeout_s : 120);
+    if (!srv->workers || !srv->watch) {
+        http_workers_free(srv->workers);
+        http_watch_free(srv->watch);
+        free(srv->service);
+        free(srv);
+        llmr_strbuf_puts(err, "out of memory starting the HTTP server");
+        return LLMR_OOM_RAM;
+    }
+    /* epoll: no limit on descriptors (select stops at FD_SETSIZE); ITC: resumed
+     * connections and llmr_http_server_quiesce are seen at once */
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     MHD_USE_ITC;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_DUAL_STACK; /* "::" takes IPv4 clients too */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, on_access, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(o->max_connections ? o->max_connections : 256),
+        MHD_OPTION_THREAD_POOL_SIZE, max_conn < HTTP_IO_THREADS ? max_conn : HTTP_IO_THREADS,
+        MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->max_connections_per_client,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)srv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->timeout_s ? o->timeout_s : 120),
         MHD_OPTION_URI_LOG_CALLBACK, on_request_line, (void *)srv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)srv,
@@ -593,6 +717,8 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
                                                     : "cannot listen on %s:%u: %s";
         llmr_strbuf_printf(err, fmt, host, o->port,
                            e ? strerror(e) : "the HTTP server could not start");
+        http_workers_free(srv->workers);
+        http_watch_free(srv->watch);
         free(srv->service);
         free(srv);
         return e ? LLMR_IO : LLMR_INTERNAL;
@@ -640,10 +766,16 @@ void llmr_http_server_stop(llmr_http_server *s)
 {
     if (!s)
         return;
-    /* Readers waiting for stream bytes give up within LLMR_HTTP_STREAM_POLL_MS, so
-     * their connections close and their streams see on_close before this returns. */
+    /* Handlers running finish and queue their answers (new requests get a 503); then
+     * streams waiting for bytes are resumed to end with an error, so that no
+     * connection is suspended when libmicrohttpd stops: their connections close and
+     * their streams see on_close before this returns. */
     atomic_store(&s->stopping, true);
+    http_workers_drain(s->workers);
+    http_watch_check_streams(s->watch);
     MHD_stop_daemon(s->daemon);
+    http_watch_free(s->watch);
+    http_workers_free(s->workers);
     free(s->service);
     free(s);
 }

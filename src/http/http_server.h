@@ -1,6 +1,8 @@
-/* The HTTP server of the node (and later of the router): libmicrohttpd with a thread
- * per connection, so a handler may block and a streamed response (Server-Sent Events)
- * is written from whatever thread produces it.
+/* The HTTP server of the node and of the router: an event loop (a few threads serve
+ * every connection, so an idle or slow one costs no thread) with the handlers on a
+ * pool of threads, so a handler may block and a streamed response (Server-Sent
+ * Events) is written from whatever thread produces it.  A client that is too slow to
+ * send its headers (header_timeout_s) or its body (body_timeout_s) is disconnected.
  *
  * A request reaches the handler whole: method, path, query, headers and the body (at
  * most max_body bytes; a larger one is answered 413 before the handler sees it).  The
@@ -104,6 +106,13 @@ typedef struct llmr_http_server_options {
     size_t max_body;         /* bytes; default 8 MiB */
     unsigned max_connections; /* default 256 */
     unsigned timeout_s;      /* an idle connection is closed after this; default 120 */
+    unsigned header_timeout_s; /* a connection that has not sent a request's headers
+                                  this long after it opened (kept alive: after its last
+                                  answer plus timeout_s) is closed; default 10; 0: none */
+    unsigned body_timeout_s; /* likewise for the body, from the headers; default 60;
+                                0: none */
+    unsigned max_connections_per_client; /* connections at once from one IP address;
+                                            0 (default): no limit but max_connections */
     llmr_http_handler handler;
     void *user;
     const char *service;     /* the access log's name for this server ("router",
@@ -116,6 +125,15 @@ typedef struct llmr_http_server_options {
 } llmr_http_server_options;
 
 void llmr_http_server_options_default(llmr_http_server_options *o);
+
+/* What a command line sets of a server's connections (llmr node and llmr router:
+ * --max-connections, --max-connections-per-client, --header-timeout, --body-timeout);
+ * a 0 field keeps the server's own value. */
+typedef struct llmr_http_limits {
+    unsigned max_connections, max_connections_per_client, header_timeout_s, body_timeout_s;
+} llmr_http_limits;
+/* Puts l's non-zero fields in o (l NULL: nothing). */
+void llmr_http_limits_apply(const llmr_http_limits *l, llmr_http_server_options *o);
 
 /* Binds and starts serving.  err says why it could not (address in use, ...). */
 llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_server **out,

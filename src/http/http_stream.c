@@ -1,12 +1,16 @@
 /* Streamed responses of the HTTP server (see http_server.h): a byte queue that any
  * thread fills with llmr_http_stream_write, drained by the content reader that
- * libmicrohttpd calls on the connection's own thread.
+ * libmicrohttpd calls on one of its event-loop threads.
  *
- * The reader blocks (the server runs a thread per connection, so that is allowed)
- * until bytes are queued or the stream ends.  It wakes every LLMR_HTTP_STREAM_POLL_MS
- * to look whether the client has hung up or the server is stopping, so a client that
- * leaves while the producer is silent (a long prompt being read) is noticed at once,
- * not at the next write.
+ * The reader never blocks: with bytes queued it hands them over; with none (and the
+ * stream not ended) it suspends the connection, under the stream's lock, and notes
+ * that it did; a write, the end, or a cut takes the same lock and resumes the
+ * connection when it was suspended, so a write between "queue empty" and
+ * "suspended" cannot be missed.  A suspended connection is not polled by
+ * libmicrohttpd: the server's watch thread calls http_stream_check every
+ * HTTP_WATCH_TICK_MS, which resumes the connection (to end it with an error) when
+ * the client hung up or the server stops, so a client that leaves while the producer
+ * is silent (a long prompt being read) is noticed at once, not at the next write.
  *
  * Lifetime: the stream has two owners, the producer and libmicrohttpd's response.
  * Whichever lets go last frees it.  When the response is released before the
@@ -47,7 +51,9 @@ struct llmr_http_stream {
     pthread_t closer;
     llmr_http_close_fn on_close;
     void *user;
-    struct MHD_Connection *conn; /* for the hang-up check; only the reader uses it */
+    struct MHD_Connection *conn; /* NULL once the response was released */
+    bool suspended;             /* the reader suspended conn: the next write resumes it */
+    http_watch *watch;          /* checks the client while suspended (NULL: none) */
     const atomic_bool *stopping;
     http_access *access;        /* the request's record, finished at the end */
     unsigned status;            /* the status the stream was sent with */
@@ -99,27 +105,35 @@ bool http_client_connected(struct MHD_Connection *conn)
     return false;
 }
 
-static void deadline_after_ms(struct timespec *t, long ms)
+/* Resumes the connection the reader suspended (the lock is held). */
+static void wake_reader(llmr_http_stream *s)
 {
-    clock_gettime(CLOCK_MONOTONIC, t);
-    t->tv_nsec += ms * 1000000L;
-    t->tv_sec += t->tv_nsec / 1000000000L;
-    t->tv_nsec %= 1000000000L;
+    if (s->suspended && s->conn) {
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+    }
 }
 
-/* libmicrohttpd's content reader: up to max queued bytes, waiting for some. */
+void http_stream_check(llmr_http_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->suspended && s->conn &&
+        (atomic_load(s->stopping) || !http_client_connected(s->conn))) {
+        s->gone = true;
+        wake_reader(s);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* libmicrohttpd's content reader: up to max queued bytes; none yet: the connection
+ * is suspended until there are. */
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     llmr_http_stream *s = cls;
     (void)pos;
     pthread_mutex_lock(&s->lock);
-    while (s->head == s->queue.len && !s->ended && !s->gone) {
-        struct timespec until;
-        deadline_after_ms(&until, LLMR_HTTP_STREAM_POLL_MS);
-        if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT &&
-            (atomic_load(s->stopping) || !http_client_connected(s->conn)))
-            s->gone = true;
-    }
+    if (!s->gone && atomic_load(s->stopping))
+        s->gone = true;
     ssize_t ret;
     size_t avail = s->queue.len - s->head;
     if (avail > 0 && !s->gone) {
@@ -139,8 +153,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     } else if (s->gone) {
         /* Closes the connection; the response is released after. */
         ret = MHD_CONTENT_READER_END_WITH_ERROR;
-    } else {
+    } else if (s->ended) {
         ret = MHD_CONTENT_READER_END_OF_STREAM;
+    } else {
+        s->suspended = true;
+        MHD_suspend_connection(s->conn);
+        ret = 0;
     }
     pthread_mutex_unlock(&s->lock);
     return ret;
@@ -152,7 +170,14 @@ static void stream_response_released(void *cls)
 {
     llmr_http_stream *s = cls;
     pthread_mutex_lock(&s->lock);
+    http_watch *watch = s->watch;
+    s->watch = NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (watch) /* its lock comes before the stream's */
+        http_watch_stream_remove(watch, s);
+    pthread_mutex_lock(&s->lock);
     s->gone = true;
+    s->suspended = false;
     s->conn = NULL;
     if (s->open_streams) /* sent, or its client left: the server no longer waits for it
                             (and may be freed before the producer ends the stream) */
@@ -226,6 +251,7 @@ bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len)
     if (!s->gone && !s->ended && s->queue.len - s->head + len > s->queue_max) {
         s->gone = true; /* the client reads too slowly: its stream is cut */
         s->too_slow = true;
+        wake_reader(s);
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
         llmr_log_warn("http", "a client reads a stream too slowly: %zu bytes wait unread (at most %zu): its "
@@ -237,14 +263,20 @@ bool llmr_http_stream_write(llmr_http_stream *s, const char *data, size_t len)
     if (!ok && llmr_strbuf_failed(&s->queue))
         s->gone = true; /* out of memory: the client cannot get a whole stream */
     if (ok && len)
-        pthread_cond_broadcast(&s->cond);
+        wake_reader(s);
+    else if (s->gone)
+        wake_reader(s);
     pthread_mutex_unlock(&s->lock);
     return ok;
 }
 
-void http_stream_set_server(llmr_http_stream *s, atomic_uint *open_streams, size_t queue_max)
+void http_stream_set_server(llmr_http_stream *s, atomic_uint *open_streams, size_t queue_max,
+                            http_watch *watch)
 {
+    if (watch && !http_watch_stream_add(watch, s))
+        watch = NULL; /* out of memory: a hang-up is noticed at the next write */
     pthread_mutex_lock(&s->lock);
+    s->watch = watch;
     s->open_streams = open_streams;
     if (open_streams)
         atomic_fetch_add(open_streams, 1);
@@ -280,6 +312,7 @@ void llmr_http_stream_end(llmr_http_stream *s)
     http_access *a = s->access;
     s->access = NULL;
     s->ended = true;
+    wake_reader(s);
     pthread_cond_broadcast(&s->cond);
     /* An on_close running on another thread still uses the producer's user data. */
     while (s->closing && !pthread_equal(s->closer, pthread_self()))

@@ -1140,6 +1140,7 @@ llmr_status llmr_node_http_start(const llmr_node_http_options *o, llmr_engine_ho
     /* a router sends up to 256 requests at once (its node_max_outstanding), each on a
      * connection of its own; room for that, several routers and direct clients */
     so.max_connections = 1024;
+    llmr_http_limits_apply(&o->limits, &so);
     so.handler = handle;
     so.user = n;
     so.service = "node";

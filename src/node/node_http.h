@@ -30,6 +30,7 @@ typedef struct llmr_node_http_options {
     unsigned shutdown_grace_s;   /* llmr_node_http_stop lets running requests finish this
                                     long, then ends them (a stream with an error event);
                                     0: at once */
+    llmr_http_limits limits;     /* connections (0 fields: the defaults below) */
 } llmr_node_http_options;
 /* A request with neither max_tokens nor max_completion_tokens (or with null) is not
  * "to the end of the context": it gets this many at most, unless the node says

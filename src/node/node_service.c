@@ -298,7 +298,8 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
                                      .node_name = node_name,
                                      .cors_origins = llmr_config_get(cfg, LLMR_CONFIG_CORS_ORIGINS),
                                      .default_max_tokens = no->default_max_tokens,
-                                     .shutdown_grace_s = no->shutdown_grace_s};
+                                     .shutdown_grace_s = no->shutdown_grace_s,
+                                     .limits = no->http_limits};
         llmr_strbuf he = LLMR_STRBUF_INIT;
         st = llmr_node_http_start(&ho, n->host, &n->http, &he);
         if (st != LLMR_OK) {

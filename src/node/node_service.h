@@ -8,6 +8,7 @@
 
 #include "common/config.h"
 #include "engine_host/engine_host.h"
+#include "http/http_server.h"
 
 /* The plugin directories the settings give (plugin_dirs, else DATA_DIR/engines and
  * the engines installed beside the llmr binary).  A NULL-terminated array; free
@@ -39,6 +40,7 @@ typedef struct llmr_node_options {
                                      0: LLMR_NODE_DEFAULT_MAX_TOKENS (node_http.h) */
     unsigned shutdown_grace_s;    /* at stop, running requests have this long to finish;
                                      default 30 */
+    llmr_http_limits http_limits; /* the HTTP API's connections; 0 fields: defaults */
 } llmr_node_options;
 
 void llmr_node_options_default(llmr_node_options *o);

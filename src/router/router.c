@@ -361,7 +361,8 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         so.port = r->o.port;
         so.max_body = r->o.max_body;
         so.max_connections = r->o.max_connections;
-        raise_fd_limit(r->o.max_connections);
+        llmr_http_limits_apply(&r->o.http_limits, &so);
+        raise_fd_limit(so.max_connections);
         so.handler = handle;
         so.user = r;
         so.service = "router";

@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "common/strbuf.h"
+#include "http/http_server.h"
 #include "llmr/status.h"
 
 typedef struct llmr_router llmr_router;
@@ -57,6 +58,8 @@ typedef struct llmr_router_options {
     unsigned key_requests_per_minute, key_concurrent_requests, key_tokens_per_minute;
     unsigned shutdown_grace_s;     /* llmr_router_shutdown: how long running requests may
                                       go on; default 30 */
+    llmr_http_limits http_limits;  /* clients' connections (its max_connections, when
+                                      set, wins over the one above); 0 fields: defaults */
 } llmr_router_options;
 
 void llmr_router_options_default(llmr_router_options *o);
