@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fs_util.h"
+
 bool llmr_cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -92,4 +94,48 @@ void llmr_cli_print_problems(FILE *out, const llmr_problems *p)
     }
     if (p->dropped)
         fprintf(out, "  ... and %zu more problems not shown\n", p->dropped);
+}
+
+bool llmr_cli_tls_read(const llmr_config *cfg, const char *cmd, llmr_http_limits *l)
+{
+    const char *cert = llmr_config_get(cfg, LLMR_CONFIG_TLS_CERT);
+    const char *key = llmr_config_get(cfg, LLMR_CONFIG_TLS_KEY);
+    bool has_cert = cert && *cert, has_key = key && *key;
+    if (!has_cert && !has_key)
+        return true;
+    if (has_cert != has_key) {
+        llmr_cli_error(cmd, "%s is set but %s is not: give both (--tls-cert FILE --tls-key FILE) for "
+                            "HTTPS, or neither",
+                       has_cert ? "tls_cert" : "tls_key", has_cert ? "tls_key" : "tls_cert");
+        return false;
+    }
+    char *pem[2] = {NULL, NULL};
+    const char *paths[2] = {cert, key}, *names[2] = {"tls_cert", "tls_key"};
+    for (int i = 0; i < 2; i++) {
+        size_t len = 0;
+        llmr_strbuf err = LLMR_STRBUF_INIT;
+        if (llmr_read_file(paths[i], 1u << 20, &pem[i], &len, &err) != LLMR_OK) {
+            llmr_cli_error(cmd, "%s: cannot read %s: %s", names[i], paths[i], llmr_strbuf_cstr(&err));
+            llmr_strbuf_free(&err);
+            free(pem[0]);
+            free(pem[1]);
+            return false;
+        }
+        llmr_strbuf_free(&err);
+    }
+    l->tls_cert_pem = pem[0];
+    l->tls_key_pem = pem[1];
+    return true;
+}
+
+void llmr_cli_tls_free(llmr_http_limits *l)
+{
+    free((char *)l->tls_cert_pem);
+    free((char *)l->tls_key_pem);
+    l->tls_cert_pem = l->tls_key_pem = NULL;
+}
+
+const char *llmr_cli_scheme(const llmr_http_limits *l)
+{
+    return l && l->tls_cert_pem && l->tls_key_pem ? "https" : "http";
 }

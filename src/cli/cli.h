@@ -61,6 +61,15 @@ bool llmr_cli_option(int argc, char **argv, int *i, const char *name, const char
 bool llmr_cli_http_limit(int argc, char **argv, int *i, const char *cmd, llmr_http_limits *l,
                          bool *bad);
 
+/* A server's TLS from the settings tls_cert and tls_key (--tls-cert FILE, LLMR_TLS_CERT, ...):
+ * both PEM files read into l->tls_cert_pem and l->tls_key_pem (free them with
+ * llmr_cli_tls_free), or neither set (l unchanged).  False, with a message for cmd, when
+ * only one is set or a file cannot be read. */
+bool llmr_cli_tls_read(const llmr_config *cfg, const char *cmd, llmr_http_limits *l);
+void llmr_cli_tls_free(llmr_http_limits *l);
+/* "https" when l carries TLS, else "http": the scheme of the server's own URLs. */
+const char *llmr_cli_scheme(const llmr_http_limits *l);
+
 /* Prints "llmr CMD: " + message to stderr. */
 void llmr_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -41,7 +41,9 @@ static void help(FILE *out)
             "DATA_DIR/run/node.sock.  SIGHUP reloads the plugins; SIGINT or SIGTERM stops:\n"
             "no new connection or request is taken, running requests have --shutdown-grace\n"
             "seconds (default 30) to finish, then end (a stream with an error event).\n\n"
-            "It serves the OpenAI API on --host and --port (port 0: any free port, written to\n"
+            "It serves the OpenAI API on --host and --port (HTTPS with --tls-cert FILE and\n"
+            "--tls-key FILE; --tls-ca FILE: the CA trusted for the router's certificate;\n"
+            "docs/security.md) (port 0: any free port, written to\n"
             "DATA_DIR/run/http.port): POST /v1/chat/completions and /v1/completions (plain\n"
             "and streamed), GET /v1/models and /v1/models/ID, /health and /metrics\n"
             "(docs/node.md).  Each answer carries its request id (the client's x-request-id,\n"
@@ -543,7 +545,11 @@ static int cmd_run(int argc, char **argv, const llmr_config *cfg)
         o.api_key = NULL;
     if (o.engine_options && !*o.engine_options)
         o.engine_options = NULL;
-    return llmr_node_run(cfg, &o);
+    if (!llmr_cli_tls_read(cfg, "node", &o.http_limits))
+        return LLMR_EXIT_FAILED;
+    int rc = llmr_node_run(cfg, &o);
+    llmr_cli_tls_free(&o.http_limits);
+    return rc;
 }
 
 static int run(int argc, char **argv, const llmr_config *cfg)

@@ -22,7 +22,9 @@ static void help(FILE *out)
             "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
             "creates an admin key, prints it and keeps it in DATA_DIR/admin.key (mode 0600),\n"
             "where local commands (llmr list, llmr keys, llmr pull) find it.  LLMR_ADMIN_KEY\n"
-            "sets the admin key instead, and set on a later start replaces the earlier one.\n\n"
+            "sets the admin key instead, and set on a later start replaces the earlier one.\n"
+            "With --tls-cert FILE and --tls-key FILE (PEM) it speaks HTTPS only; --tls-ca FILE\n"
+            "is the CA it trusts for nodes' certificates besides the system's (docs/security.md).\n\n"
             "Each answer gets an id (the client's x-request-id, else a new one), sent back as\n"
             "x-request-id, passed to the node, and written with an access line to the log\n"
             "(--log-format json: JSON lines) and to the request log (GET /v0/requests).\n"
@@ -132,13 +134,16 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     pthread_sigmask(SIG_BLOCK, &waited, NULL);
     llmr_router *r = NULL;
     llmr_strbuf err = LLMR_STRBUF_INIT;
+    if (!llmr_cli_tls_read(cfg, "router", &o.http_limits))
+        return LLMR_EXIT_FAILED;
     if (llmr_router_start(&o, &r, &err) != LLMR_OK) {
         llmr_cli_error("router", "%s", llmr_strbuf_cstr(&err));
         llmr_strbuf_free(&err);
+        llmr_cli_tls_free(&o.http_limits);
         return LLMR_EXIT_FAILED;
     }
-    llmr_log_info("router", "listening on http://%s:%u%s", o.host, llmr_router_port(r),
-                  o.no_auth ? " (no keys checked)" : "");
+    llmr_log_info("router", "listening on %s://%s:%u%s", llmr_cli_scheme(&o.http_limits), o.host,
+                  llmr_router_port(r), o.no_auth ? " (no keys checked)" : "");
     int sig = 0;
     while (sigwait(&waited, &sig) != 0)
         ;
@@ -159,6 +164,7 @@ static int run(int argc, char **argv, const llmr_config *cfg)
     }
     llmr_router_stop(r);
     llmr_strbuf_free(&err);
+    llmr_cli_tls_free(&o.http_limits);
     return LLMR_EXIT_OK;
 }
 

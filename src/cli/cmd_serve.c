@@ -234,6 +234,14 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
     sigaddset(&waited, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &waited, NULL);
     const char *data_dir = llmr_config_get(config, LLMR_CONFIG_DATA_DIR);
+    const char *tls_cert = llmr_config_get(config, LLMR_CONFIG_TLS_CERT);
+    const char *tls_key = llmr_config_get(config, LLMR_CONFIG_TLS_KEY);
+    if ((tls_cert && *tls_cert) || (tls_key && *tls_key)) {
+        llmr_cli_error("serve", "serve does not speak HTTPS itself: run `llmr router --tls-cert FILE "
+                                "--tls-key FILE` and `llmr node --router https://...` (docs/security.md, "
+                                "\"TLS\"), or put a TLS proxy in front of serve");
+        return LLMR_EXIT_USAGE;
+    }
     llmr_router_options ro;
     llmr_router_options_default(&ro);
     ro.host = llmr_config_get(config, LLMR_CONFIG_HOST);

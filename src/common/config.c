@@ -104,6 +104,9 @@ static const validator validators[LLMR_CONFIG_KEY_COUNT] = {
     [LLMR_CONFIG_MEMORY_THRESHOLD] = valid_fraction,
     [LLMR_CONFIG_VRAM_BUDGETS] = valid_budgets,
     [LLMR_CONFIG_CORS_ORIGINS] = valid_any, /* the servers check it at start (http/http_cors.h) */
+    [LLMR_CONFIG_TLS_CERT] = valid_any,     /* files: read at start (cli.h, llmr_cli_tls_read) */
+    [LLMR_CONFIG_TLS_KEY] = valid_any,
+    [LLMR_CONFIG_TLS_CA] = valid_any,       /* read by libcurl at each connection */
 };
 
 static const setting settings[LLMR_CONFIG_KEY_COUNT] = {
@@ -223,7 +226,7 @@ llmr_status llmr_config_load(llmr_config *cfg, int *argc, char **argv, llmr_strb
         llmr_config_env_name((llmr_config_key)k, &name);
         const char *env = getenv(llmr_strbuf_cstr(&name));
         if (env) {
-            if (!validators[k](env, &why)) {
+            if (!(validators[k] ? validators[k] : valid_any)(env, &why)) {
                 llmr_strbuf_printf(err, "%s=%s: %s", name.data, env, why.data);
                 status = LLMR_INVALID_ARGUMENT;
                 goto fail;
@@ -255,7 +258,7 @@ llmr_status llmr_config_load(llmr_config *cfg, int *argc, char **argv, llmr_strb
             value = argv[++i];
         }
         llmr_strbuf_reset(&why);
-        if (!validators[k](value, &why)) {
+        if (!(validators[k] ? validators[k] : valid_any)(value, &why)) {
             llmr_strbuf_reset(&name);
             llmr_config_flag_name((llmr_config_key)k, &name);
             llmr_strbuf_printf(err, "%s %s: %s", name.data, value, why.data);

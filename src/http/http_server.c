@@ -123,6 +123,10 @@ void llmr_http_limits_apply(const llmr_http_limits *l, llmr_http_server_options 
         o->header_timeout_s = l->header_timeout_s;
     if (l->body_timeout_s)
         o->body_timeout_s = l->body_timeout_s;
+    if (l->tls_cert_pem && l->tls_key_pem) {
+        o->tls_cert_pem = l->tls_cert_pem;
+        o->tls_key_pem = l->tls_key_pem;
+    }
 }
 
 const char *llmr_http_request_header(const llmr_http_request *req, const char *name)
@@ -699,6 +703,14 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
                      MHD_USE_ITC;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_DUAL_STACK; /* "::" takes IPv4 clients too */
+    bool tls = o->tls_cert_pem && o->tls_key_pem;
+    struct MHD_OptionItem tls_items[] = {
+        {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)o->tls_key_pem},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o->tls_cert_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (tls)
+        flags |= MHD_USE_TLS;
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, on_access, srv,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
@@ -710,9 +722,19 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
         MHD_OPTION_URI_LOG_CALLBACK, on_request_line, (void *)srv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)srv,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)srv,
+        MHD_OPTION_ARRAY, tls_items,
         MHD_OPTION_END);
     if (!srv->daemon) {
         int e = bind_errno((const struct sockaddr *)&addr, addr_len);
+        if (tls && !e) {
+            llmr_strbuf_printf(err, "the TLS setup failed: the certificate and key must be PEM, "
+                                    "the key that of the certificate (tls_cert, tls_key)");
+            http_workers_free(srv->workers);
+            http_watch_free(srv->watch);
+            free(srv->service);
+            free(srv);
+            return LLMR_INVALID_ARGUMENT;
+        }
         const char *fmt = addr.ss_family == AF_INET6 ? "cannot listen on [%s]:%u: %s"
                                                     : "cannot listen on %s:%u: %s";
         llmr_strbuf_printf(err, fmt, host, o->port,

@@ -122,6 +122,9 @@ typedef struct llmr_http_server_options {
     size_t stream_queue_max; /* bytes a stream may hold unread by a slow client; past it
                                 the client is cut (a log line says so) and writes fail;
                                 0: 16 MiB */
+    const char *tls_cert_pem; /* with tls_key_pem (both PEM text): HTTPS only, through
+                                 libmicrohttpd's GnuTLS; NULL: plain HTTP */
+    const char *tls_key_pem;
 } llmr_http_server_options;
 
 void llmr_http_server_options_default(llmr_http_server_options *o);
@@ -131,6 +134,7 @@ void llmr_http_server_options_default(llmr_http_server_options *o);
  * a 0 field keeps the server's own value. */
 typedef struct llmr_http_limits {
     unsigned max_connections, max_connections_per_client, header_timeout_s, body_timeout_s;
+    const char *tls_cert_pem, *tls_key_pem; /* and its TLS (llmr_cli_tls_read), or NULL */
 } llmr_http_limits;
 /* Puts l's non-zero fields in o (l NULL: nothing). */
 void llmr_http_limits_apply(const llmr_http_limits *l, llmr_http_server_options *o);

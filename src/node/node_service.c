@@ -308,8 +308,9 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
             goto fail;
         }
         llmr_strbuf_free(&he);
-        llmr_log_info(COMPONENT, "HTTP API listening on http://%s:%u",
-                      llmr_config_get(cfg, LLMR_CONFIG_HOST), llmr_node_http_port(n->http));
+        llmr_log_info(COMPONENT, "HTTP API listening on %s://%s:%u",
+                      no->http_limits.tls_cert_pem ? "https" : "http", llmr_config_get(cfg, LLMR_CONFIG_HOST),
+                      llmr_node_http_port(n->http));
         write_port_file(data_dir, llmr_node_http_port(n->http));
     }
     if (no->router_url) {
@@ -319,8 +320,8 @@ llmr_status llmr_node_start(const llmr_config *cfg, const llmr_node_options *no,
         else { /* an IPv6 address in brackets; 0.0.0.0 and [::] the link replaces (router_link.c) */
             const char *host = llmr_config_get(cfg, LLMR_CONFIG_HOST);
             bool six = strchr(host, ':') != NULL;
-            snprintf(node_url, sizeof node_url, "http://%s%s%s:%u", six ? "[" : "", host, six ? "]" : "",
-                     n->http ? llmr_node_http_port(n->http) : 0);
+            snprintf(node_url, sizeof node_url, "%s://%s%s%s:%u", no->http_limits.tls_cert_pem ? "https" : "http",
+                     six ? "[" : "", host, six ? "]" : "", n->http ? llmr_node_http_port(n->http) : 0);
         }
         llmr_router_link_options lo = {no->router_url, no->node_key, node_url, node_name, data_dir,
                                        no->origin_allowlist, no->prefer_origin, no->local_dirs, no->allow_cpu,

@@ -136,12 +136,16 @@ static long request(llmr_router_link *l, const char *method, const char *path, c
 /* ---- what the node tells the router ---------------------------------------------- */
 
 /* The URL the router reaches this node at.  A node bound to every address
- * (http://0.0.0.0:PORT, http://[::]:PORT) is reached at the address it reaches the
+ * (http://0.0.0.0:PORT, http://[::]:PORT, or https) is reached at the address it reaches the
  * router from, the one the router sees its registration come from. */
 static char *node_url(llmr_router_link *l)
 {
     const char *u = l->o.node_url;
-    const char *wild = !strncmp(u, "http://0.0.0.0:", 15) ? u + 14 : !strncmp(u, "http://[::]:", 12) ? u + 11 : NULL;
+    bool tls = !strncmp(u, "https://", 8);
+    const char *rest = u + (tls ? 8 : 7); /* after the scheme */
+    const char *wild = !strncmp(rest, "0.0.0.0:", 8) ? rest + 7 : !strncmp(rest, "[::]:", 5) ? rest + 4 : NULL;
+    if (strncmp(u, "http://", 7) && !tls)
+        wild = NULL;
     char ip[64];
     pthread_mutex_lock(&l->lock);
     snprintf(ip, sizeof ip, "%s", l->local_ip);
@@ -150,7 +154,7 @@ static char *node_url(llmr_router_link *l)
         return strdup(u);
     llmr_strbuf b = LLMR_STRBUF_INIT;
     bool six = strchr(ip, ':') != NULL;
-    llmr_strbuf_printf(&b, "http://%s%s%s%s", six ? "[" : "", ip, six ? "]" : "", wild);
+    llmr_strbuf_printf(&b, "%s://%s%s%s%s", tls ? "https" : "http", six ? "[" : "", ip, six ? "]" : "", wild);
     return llmr_strbuf_take(&b);
 }
 
