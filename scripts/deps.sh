@@ -33,6 +33,7 @@ run_packages=(
 test_packages=(
   clang libclang-rt-14-dev      # libFuzzer targets (make fuzz) and their runtime
   python3 curl                  # test helpers: the fake origin, HTTP checks
+  openssl                       # test_tls makes its CA and certificates
   python3-numpy                 # llama.cpp's gguf-py, which writes the GGUF test models
   chromium                      # the dashboard's browser tests (driven by playwright-core)
 )
