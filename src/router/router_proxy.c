@@ -88,14 +88,24 @@ static void v1_model(llmr_router *r, const char *id, llmr_http_reply *reply)
 
 /* ---- waiting for a node ------------------------------------------------------------------ */
 
-/* A node for the model into t: 0, or the HTTP status of the error replied. */
-static unsigned acquire(llmr_router *r, const char *model, const char *const *tried, size_t n_tried,
-                        llmr_node_target *t, llmr_http_reply *reply)
+/* A node for the model into t: 0, or the HTTP status of the error replied (499 when the
+ * client of req went away while it waited: it never reaches a node). */
+static unsigned acquire(llmr_router *r, const llmr_http_request *req, const char *model,
+                        const char *const *tried, size_t n_tried, llmr_node_target *t,
+                        llmr_http_reply *reply)
 {
     uint64_t start = router_now_ms();
     bool queued = false;
     for (;;) {
         uint64_t now = router_now_ms();
+        if (queued && req && llmr_http_request_client_gone(req)) {
+            pthread_mutex_lock(&r->queue_lock);
+            r->waiting--;
+            pthread_mutex_unlock(&r->queue_lock);
+            router_error(reply, 499, "invalid_request_error", "client_closed",
+                         "The client went away while the request waited for a node: it was not sent.");
+            return 499;
+        }
         if (atomic_load(&r->draining)) { /* shutting down: no new work for a node */
             if (queued) {
                 pthread_mutex_lock(&r->queue_lock);
@@ -678,7 +688,7 @@ static void proxy_limited(llmr_router *r, const router_caller *c, const llmr_htt
     a.node_id = id;
     llmr_strbuf_init(&a.body);
     for (;;) {
-        unsigned refused = acquire(r, q.model, tried, n_tried, &t, reply);
+        unsigned refused = acquire(r, req, q.model, tried, n_tried, &t, reply);
         if (refused) {
             status = refused;
             id[0] = 0;

@@ -8,7 +8,8 @@
 # actions (GET /v0/audit, `llmr audit`, the store, the log); a graceful stop on SIGTERM (a short
 # stream finishes, a long one past --shutdown-grace ends with an error event before
 # [DONE], never a bare [DONE]; one waiting in the queue gets 503 server_shutting_down at
-# once); max_tokens null is max_tokens absent.
+# once); a client that leaves while queued is dropped before any node sees it (499);
+# max_tokens null is max_tokens absent.
 # Usage: test_ops.sh PATH_TO_LLMR
 set -u
 LLMR=${1:?usage: test_ops.sh PATH_TO_LLMR}
@@ -175,6 +176,33 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H "Authorization: Bearer $admin
   --data-binary @"$tmp/big.json" "http://127.0.0.1:$rport/v1/chat/completions")
 [[ $code == 400 ]] || fail "a 6 MiB chat through the router reaches the node's context check (400), got $code: $(head -c 300 "$tmp/body")"
 has "$(cat "$tmp/body")" "context" "the 6 MiB chat is refused for the context, not the body's size"
+
+# --- a client that leaves while its request waits for a node: dropped at once, never sent
+# to the node, logged as 499 (two long streams hold the node's two slots)
+for i in 1 2; do
+  curl -sN -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+    --data-binary '{"model": "loop", "prompt": "hi", "max_tokens": 40, "stream": true}' \
+    "http://127.0.0.1:$rport/v1/completions" >"$tmp/hold$i" &
+  pids+=($!)
+done
+sleep 0.4
+curl -s -m 0.6 -o /dev/null -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+  -H 'x-request-id: gone-while-queued' --data-binary '{"model": "loop", "prompt": "hi", "max_tokens": 3}' \
+  "http://127.0.0.1:$rport/v1/completions"
+[[ $? == 28 ]] || fail "the queued client timed out (curl exit 28) while both slots were held"
+sleep 3 # the holders end (40 tokens at 50 ms): the slots free
+row=
+for _ in $(seq 40); do
+  call GET "/v0/requests?limit=50" "$admin" >/dev/null
+  row=$(python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["requests"] if x.get("request_id") == "gone-while-queued"]; print("%d %d %s" % (r[0]["status"], r[0]["duration_ms"], r[0].get("node") or "-") if r else "")' "$tmp/body")
+  [[ -n $row ]] && break
+  sleep 0.1
+done
+read -r st dur node_of <<<"$row"
+[[ $st == 499 ]] || fail "the request log has the gone client's request as 499, got \"$row\""
+[[ -n $dur && $dur -lt 1500 ]] || fail "the gone client's request left the queue at once (0.6 s and a tick), not when a slot freed: ${dur} ms"
+[[ $node_of == - ]] || fail "the gone client's request was given to no node, got $node_of"
+if grep -q 'gone-while-queued' "$tmp/node.log"; then fail "a request whose client left in the queue reached the node"; fi
 
 # --- the audit log: key create and revoke, model register and delete, with who and the result
 [[ $(call POST /v0/keys "$admin" '{"name": "doomed", "scopes": "inference"}') == 201 ]] || fail "create doomed"
