@@ -196,6 +196,9 @@ typedef struct attempt {
     uint64_t t0_ns, first_ns;
     atomic_bool gone;           /* the client left */
     bool too_big;
+    bool responses;             /* a Responses API stream: a cut ends it with response.failed */
+    char resp_id[80];           /* ...the id its node gave the response, once seen */
+    long long seq;              /* ...the highest sequence_number seen, -1 none */
     uint32_t prompt_tokens, completion_tokens; /* the answer's usage, for the request log
                                                   (a stream's: its usage chunk, or the
                                                   node's closing comment; docs/node.md) */
@@ -273,6 +276,59 @@ static void add_upstream_header(attempt *a)
     llmr_http_reply_header(a->reply, "X-Llmr-Upstream-Ttfb-Us", v);
 }
 
+/* What a Responses stream told so far, for the event that ends it if it is cut: the
+ * response's id (from response.created) and the highest sequence_number.  Looks at each
+ * piece alone: a number cut between two pieces is missed, and the next event's counts. */
+static void note_response_events(attempt *a, const char *data, size_t n)
+{
+    static const char seq_key[] = "\"sequence_number\":", id_key[] = "\"response\":{\"id\":\"";
+    for (const char *p = data, *end = data + n; p < end;) {
+        const char *at = memmem(p, (size_t)(end - p), seq_key, sizeof seq_key - 1);
+        if (!at)
+            break;
+        at += sizeof seq_key - 1;
+        long long v = 0;
+        bool digits = false;
+        while (at < end && *at >= '0' && *at <= '9' && v < 1000000000LL) {
+            v = v * 10 + (*at++ - '0');
+            digits = true;
+        }
+        if (digits && v > a->seq)
+            a->seq = v;
+        p = at;
+    }
+    if (!a->resp_id[0]) {
+        const char *at = memmem(data, n, id_key, sizeof id_key - 1);
+        if (at) {
+            at += sizeof id_key - 1;
+            size_t k = 0;
+            while (at + k < data + n && k + 1 < sizeof a->resp_id && at[k] != '"' &&
+                   ((at[k] >= 'a' && at[k] <= 'z') || (at[k] >= 'A' && at[k] <= 'Z') ||
+                    (at[k] >= '0' && at[k] <= '9') || at[k] == '_' || at[k] == '-'))
+                k++;
+            if (at + k < data + n && at[k] == '"') {
+                memcpy(a->resp_id, at, k);
+                a->resp_id[k] = 0;
+            }
+        }
+    }
+}
+
+/* The response.failed event that ends a cut Responses stream. */
+static json_t *response_failed_event(const attempt *a, const llmr_oai_error *e)
+{
+    json_t *err = llmr_oai_error_json(e); /* {"error": {message, type, param, code}} */
+    json_t *inner = json_object_get(err, "error");
+    json_t *ev = json_pack("{s:s, s:I, s:{s:s, s:s, s:s, s:I, s:{s:O, s:O}, s:[]}}", "type", "response.failed",
+                           "sequence_number", (json_int_t)(a->seq + 1), "response", "id",
+                           a->resp_id[0] ? a->resp_id : "resp_unknown", "object", "response", "status",
+                           "failed", "created_at", (json_int_t)time(NULL), "error", "code",
+                           json_object_get(inner, "code"), "message", json_object_get(inner, "message"),
+                           "output");
+    json_decref(err);
+    return ev;
+}
+
 static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
 {
     attempt *a = user;
@@ -301,6 +357,8 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
         read_usage(a, data, n);
+        if (a->responses)
+            note_response_events(a, data, n);
         return n;
     }
     if (a->body.len + n > MAX_NODE_RESPONSE) {
@@ -381,10 +439,16 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
             else
                 llmr_oai_error_set(&e, 502, "server_error", "node_failed", NULL,
                                    "The node serving this request failed mid-stream (%s).", curl_easy_strerror(rc));
-            json_t *j = llmr_oai_error_json(&e);
+            json_t *j = a->responses ? response_failed_event(a, &e) : llmr_oai_error_json(&e);
             llmr_strbuf sb = LLMR_STRBUF_INIT;
-            llmr_oai_sse_data(&sb, j);
-            llmr_oai_sse_done(&sb);
+            if (a->responses) { /* the Responses API's last event; it has no [DONE] */
+                char *text = json_dumps(j, JSON_COMPACT);
+                llmr_strbuf_printf(&sb, "event: response.failed\ndata: %s\n\n", text ? text : "{}");
+                free(text);
+            } else {
+                llmr_oai_sse_data(&sb, j);
+                llmr_oai_sse_done(&sb);
+            }
             llmr_http_stream_write(a->out, sb.data, sb.len);
             llmr_strbuf_free(&sb);
             json_decref(j);
@@ -682,6 +746,8 @@ static void proxy_limited(llmr_router *r, const router_caller *c, const llmr_htt
     a.job = job;
     a.stream = q.stream;
     a.capture = responses && rs.store;
+    a.responses = responses && q.stream;
+    a.seq = -1;
     a.caller = c;
     a.resp_input = rs.input;
     a.req = req;
