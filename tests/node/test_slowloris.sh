@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Slow clients against a node's HTTP server (docs/security.md, "Slow clients"): a node
-# with the loopback model and a 3 s header deadline gets SLOWLORIS_CONNECTIONS (1000 by
+# with the loopback model and a 3 s header deadline gets SLOWLORIS_CONNECTIONS (2000 by
 # default) connections that trickle their headers a byte at a time.  A normal chat is
 # answered within 1 s meanwhile, the node's threads stay few (its idle count + 8), and
 # the header deadline closes every trickling connection (slowloris.py); a body trickled
@@ -10,7 +10,7 @@
 # Usage: test_slowloris.sh PATH_TO_LLMR
 set -u
 LLMR=${1:?usage: test_slowloris.sh PATH_TO_LLMR}
-count=${SLOWLORIS_CONNECTIONS:-1000}
+count=${SLOWLORIS_CONNECTIONS:-2000}
 command -v curl >/dev/null 2>&1 || { echo "FAIL: curl is not installed: run 'make deps'" >&2; exit 1; }
 command -v python3 >/dev/null 2>&1 || { echo "FAIL: python3 is not installed" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/llmr-slowloris-XXXXXX")
