@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -648,6 +649,24 @@ static bool resolve(const char *host, unsigned port, struct sockaddr_storage *ou
     return true;
 }
 
+/* Raises this process's limit of open files (its soft limit, up to the hard one) so that
+ * max_conn connections fit, each with a descriptor to spare for its upstream; says so
+ * when the hard limit is lower. */
+static void room_for_connections(unsigned max_conn)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_conn * 2 + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+        llmr_log_warn("http", "open files are limited to %llu (hard limit %llu): fewer than %u connections "
+                              "may fit; raise the limit (ulimit -n) or lower --max-connections",
+                      (unsigned long long)(rl.rlim_cur > was ? rl.rlim_cur : was),
+                      (unsigned long long)rl.rlim_max, max_conn);
+}
+
 llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_server **out,
                                    llmr_strbuf *err)
 {
@@ -686,6 +705,7 @@ llmr_status llmr_http_server_start(const llmr_http_server_options *o, llmr_http_
     srv->stream_queue_max = o->stream_queue_max;
     srv->quiesced = MHD_INVALID_SOCKET;
     unsigned max_conn = o->max_connections ? o->max_connections : 256;
+    room_for_connections(max_conn);
     srv->workers = http_workers_new(max_conn);
     srv->watch = http_watch_new(o->header_timeout_s, o->body_timeout_s,
                                 o->timeout_s ? o->timeout_s : 120);

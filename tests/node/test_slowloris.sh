@@ -18,8 +18,10 @@ node_pid=
 cleanup() { [[ -n $node_pid ]] && kill -9 "$node_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 source "$(dirname "$0")/../cli/check_lib.sh"
-# the node and the client each hold a descriptor per connection
-ulimit -n $((count * 2 + 512)) 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
+# the node and the client each hold a descriptor per connection: the hard limit room for
+# both; the node starts at a soft limit of 1024 and raises its own (http_server.c)
+ulimit -Hn $((count * 2 + 512)) 2>/dev/null || true
+ulimit -Sn "$(ulimit -Hn)" 2>/dev/null
 
 abort() {
   fail "$*"
@@ -30,7 +32,7 @@ abort() {
 # start_node DATA_DIR ARGS...: starts a node, sets $node_pid and $port once /health is 200.
 start_node() {
   export LLMR_DATA_DIR=$1; shift
-  "$LLMR" node --host 127.0.0.1 --port 0 "$@" >"$tmp/node.log" 2>&1 &
+  (ulimit -Sn 1024 && exec "$LLMR" node --host 127.0.0.1 --port 0 "$@") >"$tmp/node.log" 2>&1 &
   node_pid=$!
   port=
   for _ in $(seq 200); do # 10 s
