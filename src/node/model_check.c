@@ -21,27 +21,11 @@
 #define MAX_MARKER_BYTES (64u << 20)
 #define FULL_HASH_MAX (64u << 20) /* files up to this size are hashed whole */
 
-/* A marker's path: relative, no "." or ".." part (the sync wrote only such). */
-static bool path_ok(const char *p)
-{
-    if (!p || !*p || p[0] == '/')
-        return false;
-    for (const char *c = p;;) {
-        const char *slash = strchr(c, '/');
-        size_t len = slash ? (size_t)(slash - c) : strlen(c);
-        if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-            return false;
-        if (!slash)
-            return true;
-        c = slash + 1;
-    }
-}
-
 static llmr_status check_one(const char *model_dir, const json_t *e, llmr_strbuf *why)
 {
     const char *path = json_string_value(json_object_get(e, "path"));
     const json_t *size_v = json_object_get(e, "size");
-    if (!path_ok(path) || !json_is_integer(size_v)) {
+    if (!path || llmr_sync_path_problem(path) || !json_is_integer(size_v)) {
         llmr_strbuf_printf(why, "%s/" LLMR_SYNC_MARKER_NAME " is damaged (an entry without a usable "
                                 "path or size): remove the model and sync it again", model_dir);
         return LLMR_MODEL_CORRUPT;

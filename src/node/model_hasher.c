@@ -107,7 +107,7 @@ llmr_status llmr_model_hash_check(const char *model_dir, atomic_bool *stop, llmr
     {
         const char *path = json_string_value(json_object_get(e, "path"));
         json_int_t size = json_integer_value(json_object_get(e, "size"));
-        if (!path || size <= (json_int_t)LARGE_FROM || strstr(path, ".."))
+        if (!path || size <= (json_int_t)LARGE_FROM || llmr_sync_path_problem(path))
             continue;
         const char *sha = json_string_value(json_object_get(e, "sha256"));
         const char *mine = json_string_value(json_object_get(e, "node_sha256"));

@@ -90,7 +90,7 @@ static const char *clean_string(const json_t *v)
 
 /* Why a file path may not be used, or NULL when it is fine: it must name a file inside
  * the model directory and nothing else. */
-static const char *path_problem(const char *p)
+const char *llmr_sync_path_problem(const char *p)
 {
     size_t n = strlen(p);
     if (n == 0)
@@ -168,7 +168,7 @@ static llmr_status parse_file(const json_t *e, size_t i, sync_file *f, llmr_strb
         llmr_strbuf_puts(err, " is missing or not a string without NUL");
         return LLMR_INVALID_ARGUMENT;
     }
-    const char *why = path_problem(f->path);
+    const char *why = llmr_sync_path_problem(f->path);
     if (why) {
         put_field(err, i, "path");
         llmr_strbuf_puts(err, " \"");
@@ -225,7 +225,7 @@ static llmr_status parse_file(const json_t *e, size_t i, sync_file *f, llmr_strb
     f->source_path = NULL;
     if (v && !json_is_null(v)) {
         f->source_path = clean_string(v);
-        const char *bad = f->source_path ? path_problem(f->source_path) : "is not a string";
+        const char *bad = f->source_path ? llmr_sync_path_problem(f->source_path) : "is not a string";
         if (bad) {
             put_field(err, i, "source_path");
             llmr_strbuf_printf(err, " %s", bad);

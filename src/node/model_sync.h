@@ -85,6 +85,10 @@ bool llmr_sync_has_marker(const char *data_dir, const char *name);
  * NULL (none, or no marker); the caller frees it. */
 char *llmr_sync_local_version(const char *data_dir, const char *name);
 
+/* Why a manifest's file path may not be used (it must name a file inside the model
+ * directory: relative, no "." or ".." part, valid UTF-8, ...), or NULL when it is fine. */
+const char *llmr_sync_path_problem(const char *p);
+
 /* Checks a manifest's shape and paths without fetching (INVALID_ARGUMENT + err). */
 llmr_status llmr_manifest_check(const json_t *manifest, llmr_strbuf *err);
 
