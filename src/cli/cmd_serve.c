@@ -1,7 +1,10 @@
 /* `llmr serve`: the router and a node in one process, the default for one machine.
  * On first start without models it writes the tiny synthetic gpt-oss model and
  * registers it, so that a fresh machine serves a chat end to end (and says that the
- * model is a synthetic demo).  `llmr serve --check` only reports what it would serve. */
+ * model is a synthetic demo).  With --tls-cert and --tls-key the router's port speaks
+ * HTTPS only; the node stays plain HTTP on loopback and reaches the router at a loopback
+ * listener of its own (llmr_router_listen_local).  `llmr serve --check` only reports
+ * what it would serve. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,7 +35,8 @@ static void help(FILE *out)
 {
     fprintf(out,
             "usage: llmr serve [--host H] [--port P] [--node-port P] [--data-dir DIR] [--no-auth]\n"
-            "                  [--cors-origins LIST] [--log-format text|json] [--check]\n\n"
+            "                  [--cors-origins LIST] [--tls-cert FILE --tls-key FILE]\n"
+            "                  [--log-format text|json] [--check]\n\n"
             "Runs the router on --host and --port (the OpenAI API at /v1, docs/router.md)\n"
             "and a node in the same process that registers with it (docs/node.md).  The\n"
             "router keeps its store in DATA_DIR/router.db, the node its models in\n"
@@ -53,6 +57,10 @@ static void help(FILE *out)
             "              comma-separated, or * (or LLMR_CORS_ORIGINS); default: none (the\n"
             "              local node takes no browser calls)\n"
             "  --node-port P  the node's port on 127.0.0.1 (default 0: any free port)\n"
+            "  --tls-cert FILE --tls-key FILE  the router speaks HTTPS only, with this\n"
+            "              certificate (chain) and key (PEM; LLMR_TLS_CERT, LLMR_TLS_KEY); the\n"
+            "              node stays plain HTTP on 127.0.0.1 and reaches the router at a\n"
+            "              loopback listener that takes only its key (docs/security.md)\n"
             "  --log-format json  log lines as JSON objects, one a line (default text)\n"
             "  LLMR_ENGINE_OPTIONS  a JSON object of load options for every model the node\n"
             "              loads, as for `llmr node --engine-options`\n"
@@ -116,8 +124,10 @@ static int check(const llmr_config *config)
     if (n == 0)
         printf("no models in %s (put a model directory there, or check one with llmr inspect DIR)\n",
                models_dir);
-    printf("llmr serve: would listen on http://%s:%u/v1\n", llmr_config_get(config, LLMR_CONFIG_HOST),
-           llmr_config_port(config));
+    const char *cert = llmr_config_get(config, LLMR_CONFIG_TLS_CERT);
+    const char *key = llmr_config_get(config, LLMR_CONFIG_TLS_KEY);
+    printf("llmr serve: would listen on %s://%s:%u/v1\n", cert && *cert && key && *key ? "https" : "http",
+           llmr_config_get(config, LLMR_CONFIG_HOST), llmr_config_port(config));
     free(models_dir);
     return LLMR_EXIT_OK;
 }
@@ -234,16 +244,15 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
     sigaddset(&waited, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &waited, NULL);
     const char *data_dir = llmr_config_get(config, LLMR_CONFIG_DATA_DIR);
-    const char *tls_cert = llmr_config_get(config, LLMR_CONFIG_TLS_CERT);
-    const char *tls_key = llmr_config_get(config, LLMR_CONFIG_TLS_KEY);
-    if ((tls_cert && *tls_cert) || (tls_key && *tls_key)) {
-        llmr_cli_error("serve", "serve does not speak HTTPS itself: run `llmr router --tls-cert FILE "
-                                "--tls-key FILE` and `llmr node --router https://...` (docs/security.md, "
-                                "\"TLS\"), or put a TLS proxy in front of serve");
-        return LLMR_EXIT_USAGE;
-    }
     llmr_router_options ro;
     llmr_router_options_default(&ro);
+    /* --tls-cert and --tls-key: the router's listener speaks HTTPS; the node beside it
+     * stays plain HTTP on loopback, and reaches the router at a loopback listener of
+     * its own (a certificate for the public name does not cover 127.0.0.1) */
+    if (!llmr_cli_tls_read(config, "serve", &ro.http_limits))
+        return LLMR_EXIT_FAILED;
+    const char *scheme = llmr_cli_scheme(&ro.http_limits);
+    bool tls = strcmp(scheme, "https") == 0;
     ro.host = llmr_config_get(config, LLMR_CONFIG_HOST);
     ro.port = llmr_config_port(config);
     ro.data_dir = data_dir;
@@ -274,8 +283,15 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
     /* no CORS on the local node: browsers go through the router, and a page of another
      * origin must not reach the node past the router's keys */
     node_cfg.value[LLMR_CONFIG_CORS_ORIGINS] = NULL;
+    node_cfg.value[LLMR_CONFIG_TLS_CERT] = NULL;
+    node_cfg.value[LLMR_CONFIG_TLS_KEY] = NULL;
+    unsigned router_port = llmr_router_port(r);
+    if (tls && llmr_router_listen_local(r, key, &router_port, &err) != LLMR_OK) {
+        llmr_cli_error("serve", "cannot listen for the local node: %s", llmr_strbuf_cstr(&err));
+        goto done;
+    }
     char router_url[64];
-    snprintf(router_url, sizeof router_url, "http://127.0.0.1:%u", llmr_router_port(r));
+    snprintf(router_url, sizeof router_url, "http://127.0.0.1:%u", router_port);
     llmr_node_options no;
     llmr_node_options_default(&no);
     no.router_url = router_url;
@@ -292,14 +308,16 @@ static int serve(const llmr_config *config, bool no_auth, const char *node_port)
         llmr_cli_error("serve", "cannot start the local node: %s", llmr_strbuf_cstr(&err));
         goto done;
     }
-    say("the OpenAI API at http://%s:%u/v1%s; the node syncs the registered models (GET /v1/models shows them "
+    say("the OpenAI API at %s://%s:%u/v1%s; the node syncs the registered models (GET /v1/models shows them "
         "when ready)",
-        ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
-    say("the dashboard at http://%s:%u/dashboard%s", ro.host, llmr_router_port(r),
+        scheme, ro.host, llmr_router_port(r), no_auth ? " (no keys checked)" : "");
+    say("the dashboard at %s://%s:%u/dashboard%s", scheme, ro.host, llmr_router_port(r),
         llmr_dashboard_asset_count ? " (sign in with the admin key)" : ": not built into this binary (docs/dashboard.md)");
-    say("the router's metrics at http://%s:%u/metrics", ro.host, llmr_router_port(r));
+    say("the router's metrics at %s://%s:%u/metrics", scheme, ro.host, llmr_router_port(r));
     say("the node at http://127.0.0.1:%u (its metrics at http://127.0.0.1:%u/metrics)", llmr_node_port(node),
         llmr_node_port(node));
+    if (tls)
+        say("the node reaches the router at %s (loopback, plain HTTP, the node's key only)", router_url);
     for (;;) {
         int sig = 0;
         if (sigwait(&waited, &sig) != 0)
@@ -330,6 +348,7 @@ done:
     free(key);
     free(node_dir);
     llmr_strbuf_free(&err);
+    llmr_cli_tls_free(&ro.http_limits);
     return rc;
 }
 

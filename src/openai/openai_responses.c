@@ -86,12 +86,74 @@ static json_t *content_text(const json_t *item, const char *key, const char *at,
     return s;
 }
 
+/* Where each chat message came from, so that the chat parser's errors about
+ * messages[j] can name the input item (or instructions) the client sent. */
+typedef enum { FROM_INSTRUCTIONS, FROM_MESSAGE, FROM_CALLS, FROM_OUTPUT } from_kind;
+
+typedef struct origin {
+    from_kind kind;
+    size_t item;       /* its input item (the first call's, for FROM_CALLS) */
+    long reasoning;    /* the first reasoning item given to it as reasoning_content, or -1 */
+    size_t first_call; /* FROM_CALLS: its calls' items are call_items[first_call...] */
+    size_t ncalls;
+} origin;
+
+typedef struct origins {
+    origin *v;
+    size_t n, cap;
+    size_t *call_items; /* the input item of each tool call, in order */
+    size_t ncall_items, call_cap;
+    bool input_string;  /* input was a string: its one item is "input" */
+} origins;
+
+static void origins_free(origins *o)
+{
+    free(o->v);
+    free(o->call_items);
+    memset(o, 0, sizeof *o);
+}
+
+static bool grow(void **v, size_t *cap, size_t need, size_t each)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap * 2 : 8;
+    void *p = realloc(*v, n * each);
+    if (!p)
+        return false;
+    *v = p;
+    *cap = n;
+    return true;
+}
+
 /* What turning items into messages carries from one item to the next. */
 typedef struct conv {
     json_t *messages;
     llmr_strbuf reasoning;  /* reasoning items not yet given to an assistant turn */
+    long reasoning_item;    /* the first of them, or -1 */
     json_t *calls;          /* the tool_calls of the assistant message last added, or NULL */
+    origins *from;          /* one origin per message */
 } conv;
+
+/* Records where the message just about to be appended comes from. */
+static bool note_origin(conv *c, from_kind kind, size_t item)
+{
+    origins *o = c->from;
+    if (!grow((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v))
+        return false;
+    o->v[o->n++] = (origin){kind, item, -1, o->ncall_items, 0};
+    return true;
+}
+
+static bool note_call(conv *c, size_t item)
+{
+    origins *o = c->from;
+    if (!grow((void **)&o->call_items, &o->call_cap, o->ncall_items + 1, sizeof *o->call_items))
+        return false;
+    o->call_items[o->ncall_items++] = item;
+    o->v[o->n - 1].ncalls++;
+    return true;
+}
 
 /* The reasoning items before it as an assistant message's reasoning_content. */
 static bool take_reasoning(conv *c, json_t *msg)
@@ -101,10 +163,13 @@ static bool take_reasoning(conv *c, json_t *msg)
     bool ok = json_object_set_new(msg, "reasoning_content",
                                   json_stringn(c->reasoning.data, c->reasoning.len)) == 0;
     llmr_strbuf_reset(&c->reasoning);
+    c->from->v[c->from->n - 1].reasoning = c->reasoning_item;
+    c->reasoning_item = -1;
     return ok;
 }
 
-static bool add_message(conv *c, const json_t *item, const char *at, llmr_oai_error *err)
+static bool add_message(conv *c, const json_t *item, size_t i, const char *at,
+                        llmr_oai_error *err)
 {
     static const char *const roles[] = {"user", "assistant", "system", "developer", NULL};
     const char *role = need_string(item, "role", at, err);
@@ -126,14 +191,18 @@ static bool add_message(conv *c, const json_t *item, const char *at, llmr_oai_er
     if (!text)
         return false;
     json_t *msg = json_pack("{s:s, s:o}", "role", role, "content", text);
-    if (!msg || (!strcmp(role, "assistant") && !take_reasoning(c, msg)) ||
-        json_array_append_new(c->messages, msg) != 0)
+    if (!msg || !note_origin(c, FROM_MESSAGE, i) ||
+        (!strcmp(role, "assistant") && !take_reasoning(c, msg))) {
+        json_decref(msg);
+        return llmr_oai_fail_oom(err);
+    }
+    if (json_array_append_new(c->messages, msg) != 0)
         return llmr_oai_fail_oom(err);
     c->calls = NULL;
     return true;
 }
 
-static bool add_call(conv *c, const json_t *item, const char *at, llmr_oai_error *err)
+static bool add_call(conv *c, const json_t *item, size_t i, const char *at, llmr_oai_error *err)
 {
     const char *id = need_string(item, "call_id", at, err), *name, *args;
     if (!id || !(name = need_string(item, "name", at, err)) ||
@@ -145,16 +214,26 @@ static bool add_call(conv *c, const json_t *item, const char *at, llmr_oai_error
                              json_object_get(item, "arguments"));
     if (!call)
         return llmr_oai_fail_oom(err);
-    if (c->calls && !c->reasoning.len) /* calls in a row: one assistant turn */
+    if (c->calls && !c->reasoning.len) { /* calls in a row: one assistant turn */
+        if (!note_call(c, i)) {
+            json_decref(call);
+            return llmr_oai_fail_oom(err);
+        }
         return json_array_append_new(c->calls, call) == 0 || llmr_oai_fail_oom(err);
+    }
     json_t *msg = json_pack("{s:s, s:n, s:[o]}", "role", "assistant", "content", "tool_calls", call);
-    if (!msg || !take_reasoning(c, msg) || json_array_append_new(c->messages, msg) != 0)
+    if (!msg || !note_origin(c, FROM_CALLS, i) || !note_call(c, i) || !take_reasoning(c, msg)) {
+        json_decref(msg);
+        return llmr_oai_fail_oom(err);
+    }
+    if (json_array_append_new(c->messages, msg) != 0)
         return llmr_oai_fail_oom(err);
     c->calls = json_object_get(msg, "tool_calls");
     return true;
 }
 
-static bool add_call_output(conv *c, const json_t *item, const char *at, llmr_oai_error *err)
+static bool add_call_output(conv *c, const json_t *item, size_t i, const char *at,
+                            llmr_oai_error *err)
 {
     const char *id = need_string(item, "call_id", at, err);
     json_t *text = id ? content_text(item, "output", at, err) : NULL;
@@ -162,14 +241,19 @@ static bool add_call_output(conv *c, const json_t *item, const char *at, llmr_oa
         return false;
     json_t *msg = json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id",
                             json_object_get(item, "call_id"), "content", text);
-    if (!msg || json_array_append_new(c->messages, msg) != 0)
+    if (!msg || !note_origin(c, FROM_OUTPUT, i)) {
+        json_decref(msg);
+        return llmr_oai_fail_oom(err);
+    }
+    if (json_array_append_new(c->messages, msg) != 0)
         return llmr_oai_fail_oom(err);
     /* a call after a tool result starts a new assistant turn */
     c->calls = NULL;
     return true;
 }
 
-static bool add_reasoning(conv *c, const json_t *item, const char *at, llmr_oai_error *err)
+static bool add_reasoning(conv *c, const json_t *item, size_t i, const char *at,
+                          llmr_oai_error *err)
 {
     static const char *const content_types[] = {"reasoning_text", NULL};
     static const char *const summary_types[] = {"summary_text", NULL};
@@ -181,6 +265,8 @@ static bool add_reasoning(conv *c, const json_t *item, const char *at, llmr_oai_
     if (summary && !json_is_array(summary))
         return llmr_oai_fail_type(err, llmr_oai_param(p, sizeof p, "%s.summary", at), "an array",
                                   summary);
+    if (c->reasoning_item < 0)
+        c->reasoning_item = (long)i;
     /* the reasoning itself when given, else its summary */
     if (json_array_size(content))
         return parts_text(content, llmr_oai_param(p, sizeof p, "%s.content", at), content_types,
@@ -199,20 +285,20 @@ static bool add_item(conv *c, const json_t *item, size_t i, llmr_oai_error *err)
         return llmr_oai_fail_type(err, at, "an object", item);
     json_t *type = llmr_oai_given(item, "type");
     if (!type) /* an easy input message: {role, content} */
-        return add_message(c, item, at, err);
+        return add_message(c, item, i, at, err);
     char p[64];
     llmr_oai_param(p, sizeof p, "%s.type", at);
     if (!json_is_string(type))
         return llmr_oai_fail_type(err, p, "a string", type);
     const char *t = json_string_value(type);
     if (!strcmp(t, "message"))
-        return add_message(c, item, at, err);
+        return add_message(c, item, i, at, err);
     if (!strcmp(t, "function_call"))
-        return add_call(c, item, at, err);
+        return add_call(c, item, i, at, err);
     if (!strcmp(t, "function_call_output"))
-        return add_call_output(c, item, at, err);
+        return add_call_output(c, item, i, at, err);
     if (!strcmp(t, "reasoning"))
-        return add_reasoning(c, item, at, err);
+        return add_reasoning(c, item, i, at, err);
     llmr_oai_error_set(err, 400, INVALID, "unsupported_value", p,
                        "Input items of type '%.64s' are not supported: send 'message', "
                        "'function_call', 'function_call_output' or 'reasoning' items.",
@@ -220,8 +306,10 @@ static bool add_item(conv *c, const json_t *item, size_t i, llmr_oai_error *err)
     return false;
 }
 
-/* input (and instructions) as chat messages into chat["messages"]. */
-static bool convert_input(const json_t *root, json_t *chat, json_t **items, llmr_oai_error *err)
+/* input (and instructions) as chat messages into chat["messages"], and where each
+ * came from into *from. */
+static bool convert_input(const json_t *root, json_t *chat, json_t **items, origins *from,
+                          llmr_oai_error *err)
 {
     json_t *input = json_object_get(root, "input");
     if (!input || json_is_null(input))
@@ -234,14 +322,16 @@ static bool convert_input(const json_t *root, json_t *chat, json_t **items, llmr
         return llmr_oai_fail_type(err, "input", "a string or an array of input items", input);
     if (!*items)
         return llmr_oai_fail_oom(err);
-    conv c = {json_array(), LLMR_STRBUF_INIT, NULL};
+    from->input_string = json_is_string(input);
+    conv c = {json_array(), LLMR_STRBUF_INIT, -1, NULL, from};
     bool ok = c.messages != NULL || llmr_oai_fail_oom(err);
     json_t *instructions = llmr_oai_given(root, "instructions");
     if (ok && instructions && !json_is_string(instructions))
         ok = llmr_oai_fail_type(err, "instructions", "a string", instructions);
     else if (ok && instructions)
-        ok = json_array_append_new(c.messages, json_pack("{s:s, s:O}", "role", "system", "content",
-                                                         instructions)) == 0 ||
+        ok = (note_origin(&c, FROM_INSTRUCTIONS, 0) &&
+              json_array_append_new(c.messages, json_pack("{s:s, s:O}", "role", "system",
+                                                          "content", instructions)) == 0) ||
              llmr_oai_fail_oom(err);
     size_t i;
     json_t *item;
@@ -405,6 +495,21 @@ static bool check_own(const json_t *root, bool allow_previous, llmr_oai_response
     return true;
 }
 
+/* Each `from` in s (of size bytes) as `to`, as far as there is room. */
+static void replace_all(char *s, size_t size, const char *from_text, const char *to_text)
+{
+    size_t from = strlen(from_text), to = strlen(to_text);
+    if (!from)
+        return;
+    for (char *at = strstr(s, from_text); at; at = strstr(at + to, from_text)) {
+        size_t tail = strlen(at + from);
+        if ((size_t)(at - s) + to + tail + 1 > size)
+            break;
+        memmove(at + to, at + from, tail + 1);
+        memcpy(at, to_text, to);
+    }
+}
+
 /* The chat parser's names for what it found wrong, as the Responses fields. */
 static void rename_fields(char *s, size_t size)
 {
@@ -413,16 +518,86 @@ static void rename_fields(char *s, size_t size)
                                            {"tool_choice.function.name", "tool_choice.name"},
                                            {"].function.", "]."},
                                            {"messages", "input"}};
-    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
-        size_t from = strlen(pairs[k][0]), to = strlen(pairs[k][1]);
-        for (char *at = strstr(s, pairs[k][0]); at; at = strstr(at + to, pairs[k][0])) {
-            size_t tail = strlen(at + from);
-            if ((size_t)(at - s) + to + tail + 1 > size)
-                break;
-            memmove(at + to, at + from, tail + 1);
-            memcpy(at, pairs[k][1], to);
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++)
+        replace_all(s, size, pairs[k][0], pairs[k][1]);
+}
+
+/* "[n]" at *s: n, with *s moved past it; false when *s holds none. */
+static bool read_index(const char **s, size_t *n)
+{
+    if (**s != '[')
+        return false;
+    char *end;
+    unsigned long long v = strtoull(*s + 1, &end, 10);
+    if (end == *s + 1 || *end != ']')
+        return false;
+    *n = (size_t)v;
+    *s = end + 1;
+    return true;
+}
+
+/* The member of an input item a chat message's member (rest, after "messages[j]")
+ * came from. */
+static const char *item_member(from_kind kind, const char *rest)
+{
+    static const char *const calls[][2] = {{".id", ".call_id"},
+                                           {".function.name", ".name"},
+                                           {".function.arguments", ".arguments"},
+                                           {".function", ""}};
+    if (kind == FROM_CALLS) {
+        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++)
+            if (!strcmp(rest, calls[k][0]))
+                return calls[k][1];
+        return rest;
+    }
+    if (kind == FROM_OUTPUT && !strcmp(rest, ".tool_call_id"))
+        return ".call_id";
+    if (kind == FROM_OUTPUT && !strncmp(rest, ".content", 8))
+        return ".output"; /* a string the chat parser sees, from the output's text */
+    if (kind == FROM_MESSAGE && !strncmp(rest, ".content", 8))
+        return ".content";
+    return rest;
+}
+
+/* An error of the chat parser about messages[j]... as one about the input item (or
+ * instructions) that message j came from: param and message both. */
+static void name_input_item(const origins *o, llmr_oai_error *err)
+{
+    static const char prefix[] = "messages";
+    const char *s = err->param;
+    size_t j, k;
+    if (strncmp(s, prefix, sizeof prefix - 1) != 0)
+        return;
+    s += sizeof prefix - 1;
+    if (!read_index(&s, &j) || j >= o->n)
+        return;
+    const origin *m = &o->v[j];
+    size_t item = m->item;
+    from_kind kind = m->kind;
+    const char *rest = s;
+    if (kind == FROM_CALLS && !strncmp(rest, ".tool_calls", 11)) {
+        const char *after = rest + 11;
+        if (read_index(&after, &k) && k < m->ncalls) {
+            item = o->call_items[m->first_call + k];
+            rest = after;
+        } else if (*after == '\0') {
+            rest = "";
         }
     }
+    char name[sizeof err->param];
+    if (m->reasoning >= 0 && (!strcmp(rest, ".reasoning_content") || !strcmp(rest, ".thinking") ||
+                              !strcmp(rest, ".reasoning")))
+        llmr_oai_param(name, sizeof name, "input[%ld]", m->reasoning);
+    else if (kind == FROM_INSTRUCTIONS)
+        llmr_oai_param(name, sizeof name, "instructions");
+    else if (o->input_string)
+        llmr_oai_param(name, sizeof name, "input");
+    else
+        llmr_oai_param(name, sizeof name, "input[%zu]%s", item, item_member(kind, rest));
+    char old[sizeof err->param];
+    memcpy(old, err->param, sizeof old);
+    replace_all(err->message, sizeof err->message, old, name);
+    memcpy(err->param, name, sizeof err->param);
 }
 
 bool llmr_oai_responses_parse(const char *body, size_t len, bool allow_previous,
@@ -433,6 +608,7 @@ bool llmr_oai_responses_parse(const char *body, size_t len, bool allow_previous,
     if (!root)
         return false;
     llmr_oai_responses r = {0};
+    origins from = {0};
     r.request = root;
     json_t *chat = json_object();
     static const char *const same[] = {"model", "temperature", "top_p", "stream",
@@ -447,14 +623,16 @@ bool llmr_oai_responses_parse(const char *body, size_t len, bool allow_previous,
     ok = ok && (!max || json_object_set(chat, "max_completion_tokens", max) == 0 ||
                 llmr_oai_fail_oom(err));
     ok = ok && check_own(root, allow_previous, &r, err) &&
-         convert_input(root, chat, &r.input, err) && convert_tools(root, chat, err) &&
+         convert_input(root, chat, &r.input, &from, err) && convert_tools(root, chat, err) &&
          convert_tool_choice(root, chat, err) && check_reasoning(root, chat, err);
     if (ok && !llmr_oai_parse_root(LLMR_OAI_CHAT, chat, &r.chat, err)) {
+        name_input_item(&from, err);
         rename_fields(err->param, sizeof err->param);
         rename_fields(err->message, sizeof err->message);
         ok = false;
     }
     json_decref(chat);
+    origins_free(&from);
     if (!ok) {
         llmr_oai_responses_free(&r);
         return false;

@@ -1063,11 +1063,24 @@ static char *cache_blobs(const char *root)
     return llmr_strbuf_take(&sb);
 }
 
-static void put_local(llmr_strbuf *err, const walker *w, const char *rel)
+/* A file of the directory, named for the client: by its path in the directory only.
+ * (The directory's real path, and where a link leads, go to the log: the client may
+ * be anyone with an admin key, and the names of the router machine's other files are
+ * none of its business.) */
+static void put_local(llmr_strbuf *err, const char *rel)
 {
-    llmr_strbuf_put_display(err, w->root, strlen(w->root));
-    llmr_strbuf_putc(err, '/');
     llmr_strbuf_put_display(err, rel, strlen(rel));
+}
+
+/* "the model directory" or "its subdirectory REL". */
+static void put_local_dir(llmr_strbuf *err, const char *rel)
+{
+    if (!rel[0]) {
+        llmr_strbuf_puts(err, "the model directory");
+        return;
+    }
+    llmr_strbuf_puts(err, "the model directory's subdirectory ");
+    put_local(err, rel);
 }
 
 /* Lists root/rel (rel "" for the root itself) into w->list. */
@@ -1083,9 +1096,11 @@ static llmr_status walk(walker *w, const char *rel, int depth, llmr_strbuf *err)
     }
     d = opendir(dir_path);
     if (!d) {
-        llmr_strbuf_printf(err, "cannot read the directory ");
-        llmr_strbuf_put_display(err, dir_path, strlen(dir_path));
-        llmr_strbuf_printf(err, ": %s", strerror(errno));
+        int e = errno;
+        llmr_log_warn(COMPONENT, "cannot read the directory %s: %s", dir_path, strerror(e));
+        llmr_strbuf_puts(err, "cannot read ");
+        put_local_dir(err, rel);
+        llmr_strbuf_printf(err, ": %s", strerror(e));
         status = LLMR_IO;
         goto done;
     }
@@ -1094,9 +1109,11 @@ static llmr_status walk(walker *w, const char *rel, int depth, llmr_strbuf *err)
         struct dirent *de = readdir(d);
         if (!de) {
             if (errno != 0) {
-                llmr_strbuf_puts(err, "cannot read the directory ");
-                llmr_strbuf_put_display(err, dir_path, strlen(dir_path));
-                llmr_strbuf_printf(err, ": %s", strerror(errno));
+                int e = errno;
+                llmr_log_warn(COMPONENT, "cannot read the directory %s: %s", dir_path, strerror(e));
+                llmr_strbuf_puts(err, "cannot read ");
+                put_local_dir(err, rel);
+                llmr_strbuf_printf(err, ": %s", strerror(e));
                 status = LLMR_IO;
             }
             break;
@@ -1129,7 +1146,7 @@ static llmr_status walk(walker *w, const char *rel, int depth, llmr_strbuf *err)
             if (errno == ENOENT)
                 continue; /* removed while listed */
             llmr_strbuf_puts(err, "cannot stat ");
-            put_local(err, w, child_rel);
+            put_local(err, child_rel);
             llmr_strbuf_printf(err, ": %s", strerror(errno));
             status = LLMR_IO;
             break;
@@ -1137,22 +1154,26 @@ static llmr_status walk(walker *w, const char *rel, int depth, llmr_strbuf *err)
         if (S_ISLNK(st.st_mode)) {
             real = realpath(child, NULL);
             if (!real) {
-                put_local(err, w, child_rel);
+                put_local(err, child_rel);
                 llmr_strbuf_printf(err, " is a symbolic link to nothing (%s): remove it, or "
                                         "finish the download it belongs to", strerror(errno));
                 status = LLMR_INVALID_ARGUMENT;
                 break;
             }
             if (!inside(w, real)) {
-                put_local(err, w, child_rel);
-                llmr_strbuf_puts(err, " is a symbolic link that leaves the directory (to ");
-                llmr_strbuf_put_display(err, real, strlen(real));
-                llmr_strbuf_puts(err, "): refused; copy the file into the directory instead");
+                llmr_strbuf sb = LLMR_STRBUF_INIT;
+                llmr_strbuf_put_display(&sb, real, strlen(real));
+                llmr_log_warn(COMPONENT, "%s: refused: a symbolic link out of the directory, to %s",
+                              child, llmr_strbuf_cstr(&sb));
+                llmr_strbuf_free(&sb);
+                put_local(err, child_rel);
+                llmr_strbuf_puts(err, " is a symbolic link that leaves the directory: "
+                                      "refused; copy the file into the directory instead");
                 status = LLMR_INVALID_ARGUMENT;
                 break;
             }
             if (stat(child, &st) != 0) {
-                put_local(err, w, child_rel);
+                put_local(err, child_rel);
                 llmr_strbuf_printf(err, ": cannot stat the link's target: %s", strerror(errno));
                 status = LLMR_IO;
                 break;
@@ -1166,7 +1187,7 @@ static llmr_status walk(walker *w, const char *rel, int depth, llmr_strbuf *err)
         }
         if (S_ISDIR(st.st_mode)) {
             if (depth >= MAX_DEPTH) {
-                put_local(err, w, child_rel);
+                put_local(err, child_rel);
                 llmr_strbuf_printf(err, ": directories nest deeper than %d levels", MAX_DEPTH);
                 status = LLMR_LIMIT_EXCEEDED;
                 break;
@@ -1182,11 +1203,8 @@ static llmr_status walk(walker *w, const char *rel, int depth, llmr_strbuf *err)
         }
         status = file_list_add(&w->list, child_rel, (uint64_t)st.st_size, NULL, err);
         if (status != LLMR_OK) {
-            if (status == LLMR_LIMIT_EXCEEDED) {
-                llmr_strbuf_puts(err, " (in ");
-                llmr_strbuf_put_display(err, w->root, strlen(w->root));
-                llmr_strbuf_puts(err, ")");
-            }
+            if (status == LLMR_LIMIT_EXCEEDED)
+                llmr_strbuf_puts(err, " (in the model directory)");
             break;
         }
     }
@@ -1256,7 +1274,7 @@ static llmr_status resolve_local(const llmr_source_options *o, const char *sourc
             close(fd);
         free(full);
         if (rc != 0) {
-            put_local(err, &w, f->path);
+            put_local(err, f->path);
             llmr_strbuf_printf(err, ": cannot read it to hash it: %s",
                                full ? strerror(e) : "out of memory");
             status = LLMR_IO;
@@ -1470,9 +1488,9 @@ llmr_status llmr_source_read(const llmr_source_options *o, const llmr_source *s,
         }
         llmr_strbuf why = LLMR_STRBUF_INIT;
         llmr_status status = llmr_read_file(full, max_bytes, data, len, &why);
-        if (status != LLMR_OK) {
-            llmr_strbuf_put_display(err, full, strlen(full));
-            llmr_strbuf_printf(err, ": %s", llmr_strbuf_cstr(&why));
+        if (status != LLMR_OK) { /* the callers name the file; its real path is for the log */
+            llmr_log_warn(COMPONENT, "%s: %s", full, llmr_strbuf_cstr(&why));
+            llmr_strbuf_puts(err, llmr_strbuf_cstr(&why));
         }
         llmr_strbuf_free(&why);
         free(full);

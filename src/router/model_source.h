@@ -1,7 +1,8 @@
 /* Where a registered model comes from, and what a node needs of it: a Hugging Face
  * repository (the Hub API through libcurl) or a local directory, checked the way
- * registration promises (each failure names the files), and the manifest the router
- * hands to nodes (docs/node-router-protocol.md).
+ * registration promises (each failure names the files: a directory's by their path in
+ * the directory, never by a path elsewhere on this machine), and the manifest the
+ * router hands to nodes (docs/node-router-protocol.md).
  *
  * Hugging Face: GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true lists
  * the files (path, size, and the sha256 of LFS files); files come from
@@ -112,7 +113,9 @@ const llmr_source_file *llmr_source_find(const llmr_source *s, const char *path)
 /* Reads one listed file of the source into memory (the directory's file, or the
  * Hub's resolve URL with the token): *data is malloc'd and NUL-terminated (not counted
  * in *len).  NOT_FOUND for a path the listing lacks; LIMIT_EXCEEDED past max_bytes;
- * IO, or the Hub's refusal as in llmr_source_resolve. */
+ * IO, or the Hub's refusal as in llmr_source_resolve.  A directory's file that cannot
+ * be read gives only what is wrong ("cannot open: ..."): the caller names the file by
+ * path, and the file's real path goes to the log, never into err. */
 llmr_status llmr_source_read(const llmr_source_options *o, const llmr_source *s, const char *path,
                              size_t max_bytes, char **data, size_t *len, llmr_strbuf *err);
 

@@ -3,8 +3,9 @@
  * carries no key), authentication (a key's scopes and limits), the audit log of admin
  * actions (when their answers are done), the graceful stop, and the split of requests
  * between the dashboard's files (before authentication: they hold no secret;
- * router_dashboard.c), /v0 (router_admin.c) and /v1 (router_proxy.c).  The admin key
- * at start is router_bootstrap.c's. */
+ * router_dashboard.c), /v0 (router_admin.c) and /v1 (router_proxy.c); and the second,
+ * plain loopback listener of `llmr serve`'s node when the public one speaks HTTPS.  The
+ * admin key at start is router_bootstrap.c's. */
 #include "router/router_internal.h"
 
 #include <arpa/inet.h>
@@ -22,6 +23,7 @@
 #include "common/clock.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "router/node_address.h"
 #include "http/http_local.h"
 
@@ -159,14 +161,11 @@ static void on_done(void *user, const llmr_http_done *d)
     router_metrics_done(r->metrics, d);
 }
 
-static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
+/* A request past its listener's own checks: cors is that listener's (NULL: none). */
+static void answer(llmr_router *r, const llmr_http_cors *cors, const llmr_http_request *req,
+                   llmr_http_reply *reply)
 {
-    llmr_router *r = user;
-    /* no keys: only local programs, never a web page a browser runs (http_local.h) */
-    if (r->o.no_auth && !llmr_http_local_guard(r->cors, r->o.host, r->srv ? llmr_http_server_port(r->srv) : r->o.port,
-                                               req, reply))
-        return;
-    if (llmr_http_cors_handle(r->cors, req, reply))
+    if (llmr_http_cors_handle(cors, req, reply))
         return; /* a browser's preflight: answered before any key is asked for */
     if (strcmp(req->path, "/health") == 0) {
         llmr_http_reply_json(reply, 200, json_pack("{s:s}", "status", "ok"));
@@ -211,6 +210,32 @@ static void handle(void *user, const llmr_http_request *req, llmr_http_reply *re
                      "(models, nodes, keys), /dashboard and /health.",
                      req->method, req->path);
     free(c.key_id);
+}
+
+static void handle(void *user, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    llmr_router *r = user;
+    /* no keys: only local programs, never a web page a browser runs (http_local.h) */
+    if (r->o.no_auth && !llmr_http_local_guard(r->cors, r->o.host, r->srv ? llmr_http_server_port(r->srv) : r->o.port,
+                                               req, reply))
+        return;
+    answer(r, r->cors, req, reply);
+}
+
+/* The listener of the node beside the router (llmr_router_listen_local): its key only. */
+static void handle_local(void *user, const llmr_http_request *req, llmr_http_reply *reply)
+{
+    llmr_router *r = user;
+    if (r->o.no_auth && !llmr_http_local_guard(NULL, "127.0.0.1", atomic_load(&r->local_port), req, reply))
+        return;
+    const char *h = llmr_http_request_header(req, "Authorization");
+    if (r->local_key && strcmp(req->path, "/health") != 0 &&
+        !(h && strncmp(h, "Bearer ", 7) == 0 && llmr_secret_equal(h + 7, r->local_key))) {
+        router_error(reply, 403, "invalid_request_error", "local_node_only",
+                     "This address is the router's own node's. Use the router's public address.");
+        return;
+    }
+    answer(r, NULL, req, reply);
 }
 
 /* Each client connection, and each request's connection to its node, takes a file
@@ -383,11 +408,46 @@ unsigned llmr_router_port(const llmr_router *r)
     return llmr_http_server_port(r->srv);
 }
 
+llmr_status llmr_router_listen_local(llmr_router *r, const char *key, unsigned *port, llmr_strbuf *err)
+{
+    *port = 0;
+    if (r->local_srv) {
+        llmr_strbuf_puts(err, "the router listens for its local node already");
+        return LLMR_INVALID_ARGUMENT;
+    }
+    if (!r->o.no_auth && !key) {
+        llmr_strbuf_puts(err, "the local node's listener needs the node's key");
+        return LLMR_INVALID_ARGUMENT;
+    }
+    if (key && !(r->local_key = strdup(key))) {
+        llmr_strbuf_puts(err, "out of memory");
+        return LLMR_OOM_RAM;
+    }
+    llmr_http_server_options so;
+    llmr_http_server_options_default(&so); /* plain HTTP: the public listener's TLS is not for it */
+    so.host = "127.0.0.1";
+    so.port = 0;
+    so.max_body = r->o.max_body;
+    so.handler = handle_local;
+    so.user = r;
+    so.service = "router";
+    so.on_done = on_done;
+    so.done_user = r;
+    llmr_status st = llmr_http_server_start(&so, &r->local_srv, err);
+    if (st != LLMR_OK)
+        return st;
+    *port = llmr_http_server_port(r->local_srv);
+    atomic_store(&r->local_port, *port);
+    return LLMR_OK;
+}
+
 void llmr_router_drain(llmr_router *r)
 {
     if (atomic_exchange(&r->draining, true))
         return;
     llmr_http_server_quiesce(r->srv);
+    if (r->local_srv)
+        llmr_http_server_quiesce(r->local_srv);
     pthread_mutex_lock(&r->queue_lock); /* requests waiting for a node give up */
     pthread_cond_broadcast(&r->queue_cond);
     pthread_mutex_unlock(&r->queue_lock);
@@ -416,6 +476,9 @@ void llmr_router_stop(llmr_router *r)
         llmr_http_server_drain(r->srv, llmr_now_ms() + 2000);
         llmr_http_server_stop(r->srv); /* streams close: their jobs drop their nodes */
     }
+    if (r->local_srv)
+        llmr_http_server_stop(r->local_srv);
+    free(r->local_key);
     router_jobs_wait(r);
     router_events_free(r);
     llmr_node_registry_free(r->nodes);

@@ -81,6 +81,13 @@ bool llmr_router_idle(llmr_router *r, unsigned timeout_ms);
 void llmr_router_stop(llmr_router *r);
 
 /* For `llmr serve`, which runs a node beside the router in one process. */
+/* A second listener for that node, plain HTTP on 127.0.0.1 at a free port (*port),
+ * for a router whose own one speaks HTTPS (a certificate for the public name does not
+ * cover 127.0.0.1).  It answers only requests with key (the node's; NULL with
+ * --no-auth: then the loopback guards of http_local.h alone), 403 to any other but
+ * GET /health; no CORS.  Once, after llmr_router_start; llmr_router_drain and
+ * llmr_router_stop close it with the other. */
+llmr_status llmr_router_listen_local(llmr_router *r, const char *key, unsigned *port, llmr_strbuf *err);
 /* Registers the model in dir (an absolute path) as POST /v0/models would. */
 llmr_status llmr_router_register_local(llmr_router *r, const char *dir, const char *format, const char *name,
                                        llmr_strbuf *err);

@@ -22,6 +22,9 @@ struct llmr_router {
     llmr_store *store;
     llmr_node_registry *nodes;
     llmr_http_server *srv;
+    llmr_http_server *local_srv; /* llmr_router_listen_local's, or NULL */
+    char *local_key;             /* the only key local_srv takes (NULL: --no-auth) */
+    atomic_uint local_port;      /* local_srv's port, once it is known (0 before) */
     llmr_http_cors *cors;        /* NULL: no CORS */
     pthread_mutex_t queue_lock;  /* the wait queue for a free node */
     pthread_cond_t queue_cond;

@@ -143,6 +143,33 @@ static void mistakes_name_the_responses_field(void)
     EXPECT_REFUSED("{\"input\": \"x\"}", "model", "model");
 }
 
+/* What the chat parser finds wrong names the client's input item, not the index of
+ * the chat message it became: instructions come first as a message of their own, and
+ * calls in a row share one message while reasoning items make none. */
+static void chat_errors_name_the_input_item(void)
+{
+    EXPECT_REFUSED("{\"model\": \"m\", \"instructions\": \"Be brief.\", \"input\": ["
+                   "{\"role\": \"user\", \"content\": \"hi\"},"
+                   "{\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"f\", \"arguments\": \"{}\"},"
+                   "{\"type\": \"function_call_output\", \"call_id\": \"c\\u00001\", \"output\": \"x\"},"
+                   "{\"role\": \"user\", \"content\": \"more\"}]}",
+                   "input[2].call_id", "Invalid 'input[2].call_id': the string contains a NUL");
+    EXPECT_REFUSED("{\"model\": \"m\", \"instructions\": \"Be brief.\", \"input\": ["
+                   "{\"role\": \"user\", \"content\": \"hi\"},"
+                   "{\"type\": \"reasoning\", \"content\": [{\"type\": \"reasoning_text\", \"text\": \"t\"}]},"
+                   "{\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"f\", \"arguments\": \"{}\"},"
+                   "{\"type\": \"function_call\", \"call_id\": \"c2\", \"name\": \"g\", \"arguments\": \"{}\"},"
+                   "{\"type\": \"function_call_output\", \"call_id\": \"c1\", \"output\": \"one\"},"
+                   "{\"type\": \"function_call_output\", \"call_id\": \"c\\u00002\", \"output\": \"two\"}]}",
+                   "input[5].call_id", "'input[5].call_id'");
+    /* without instructions the indexes still follow the items */
+    EXPECT_REFUSED("{\"model\": \"m\", \"input\": ["
+                   "{\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"f\", \"arguments\": \"{}\"},"
+                   "{\"type\": \"function_call\", \"call_id\": \"c2\", \"name\": \"g\", \"arguments\": \"{}\"},"
+                   "{\"type\": \"function_call_output\", \"call_id\": \"\\u0000\", \"output\": \"one\"}]}",
+                   "input[2].call_id", "'input[2].call_id'");
+}
+
 static void a_follow_up_chains_the_items(void)
 {
     llmr_oai_responses r;
@@ -316,6 +343,7 @@ int main(void)
 {
     RUN(items_become_chat_messages);
     RUN(mistakes_name_the_responses_field);
+    RUN(chat_errors_name_the_input_item);
     RUN(a_follow_up_chains_the_items);
     RUN(deltas_become_items_and_events);
     RUN(a_message_cut_short_is_incomplete);

@@ -2,7 +2,9 @@
 # The router end to end with real processes on loopback: a router, a node that
 # registers with it, a loopback model registered from a local directory, synced by the
 # node and served through the router (plain and streamed); registration errors (a
-# missing tokenizer.json named, a duplicate 409, a template that does not compile);
+# missing tokenizer.json named, a duplicate 409, a template that does not compile, a
+# link out of the directory or to nothing named by its path in the directory and with
+# no other path of the machine, which goes to the log);
 # chat templates kept at registration and rendered by the router (the render endpoint,
 # a chat whose prompt is the router's render); a shard that goes missing after
 # registration (the model never becomes ready, the router names the shard); keys and
@@ -60,6 +62,21 @@ has "$(cat "$tmp/body")" "tokenizer.json" "the 400 names tokenizer.json"
   fail "register: $(cat "$tmp/body")"
 [[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/loop\", \"format\": \"safetensors\"}") == 409 ]] ||
   fail "a duplicate: 409"
+# a refused directory's errors name its files by their path in it, and say what is
+# wrong, but name no other file of this machine (where a link leads goes to the log)
+mkdir -p "$tmp/elsewhere" && printf 'not for clients\n' >"$tmp/elsewhere/shadow"
+cp -r "$tmp/src/loop" "$tmp/src/linkout" && ln -s "$tmp/elsewhere/shadow" "$tmp/src/linkout/notes.txt"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/linkout\", \"format\": \"safetensors\"}") == 400 ]] ||
+  fail "a link out of the directory: 400, got $(cat "$tmp/body")"
+has "$(cat "$tmp/body")" "notes.txt is a symbolic link that leaves the directory" "a link out is named"
+[[ $(cat "$tmp/body") != *"$tmp"* ]] || fail "a link out: the answer names paths of the machine: $(cat "$tmp/body")"
+grep -q "notes.txt: refused: a symbolic link out of the directory, to $(cd "$tmp/elsewhere" && pwd -P)/shadow" "$tmp/router.log" ||
+  fail "a link out: the router's log names where it leads"
+rm "$tmp/src/linkout/notes.txt" && mkdir -p "$tmp/src/linkout/sub" && ln -s missing.json "$tmp/src/linkout/sub/gone.json"
+[[ $(call POST /v0/models "$admin" "{\"path\": \"$tmp/src/linkout\", \"format\": \"safetensors\"}") == 400 ]] ||
+  fail "a link to nothing: 400, got $(cat "$tmp/body")"
+has "$(cat "$tmp/body")" "sub/gone.json is a symbolic link to nothing" "a link to nothing is named"
+[[ $(cat "$tmp/body") != *"$tmp"* ]] || fail "a link to nothing: the answer names paths of the machine: $(cat "$tmp/body")"
 # chat templates: kept at registration, rendered by the router
 [[ $(call GET /v0/models/loop "$admin") == 200 ]] || fail "get loop"
 has "$(cat "$tmp/body")" '"chat_template_origin":"default"' "loop (no template of its own) renders with the default"

@@ -7,6 +7,9 @@
 # the router over HTTPS, and answers the router's proxied chats over HTTPS (plain and
 # streamed); llmr's own commands reach an HTTPS router with LLMR_TLS_CA; a certificate
 # without its key, or a key that is not one, stops the start with a clear message.
+# `llmr serve` with the certificate: HTTPS only on its port (no answer to plain HTTP,
+# a client without the CA refused), a model pulled into it and a chat answered over
+# HTTPS; its node's loopback listener refuses any key but the node's.
 # Usage: test_tls.sh PATH_TO_LLMR
 set -u
 LLMR=${1:?usage: test_tls.sh PATH_TO_LLMR}
@@ -80,5 +83,44 @@ curl -s -N --cacert "$tmp/ca.pem" -H "Authorization: Bearer $admin" -H 'Content-
 grep -q '^data: \[DONE\]' "$tmp/stream.txt" || fail "a streamed chat over HTTPS ends with [DONE]: $(tail -c 300 "$tmp/stream.txt")"
 expect 0 "list" -- env LLMR_TLS_CA="$tmp/ca.pem" "$LLMR" list
 grep -Eq '^loop +safetensors .* ready on 1/1 node' <<<"$out" || fail "list over HTTPS: $out"
+
+# --- llmr serve with the certificate: its router speaks HTTPS only, its node stays plain
+# HTTP on loopback and reaches the router at a loopback listener that takes its key only
+expect 1 "serve with a certificate but no key" -- env LLMR_DATA_DIR="$tmp/bad" "$LLMR" serve --port 0 --tls-cert "$tmp/srv.pem"
+has "$err" "tls_key" "serve: a certificate without a key names the missing setting"
+LLMR_DATA_DIR="$tmp/serve" LLMR_ADMIN_KEY=$admin "$LLMR" serve --port 0 --tls-cert "$tmp/srv.pem" \
+  --tls-key "$tmp/srv.key" >"$tmp/serve.log" 2>&1 &
+serve_pid=$!
+pids+=($serve_pid)
+sport=
+for _ in $(seq 300); do
+  sport=$(grep -o 'the OpenAI API at https://127.0.0.1:[0-9]*' "$tmp/serve.log" | grep -o '[0-9]*$')
+  [[ -n $sport ]] && break
+  kill -0 "$serve_pid" 2>/dev/null || break
+  sleep 0.05
+done
+[[ -n $sport ]] || { cat "$tmp/serve.log"; fail "serve did not say it serves https://"; finish_checks tls; }
+S=https://localhost:$sport
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tmp/ca.pem" "$S/health")
+[[ $code == 200 ]] || fail "serve: GET /health over HTTPS with the CA: 200, got $code"
+curl -s -m 5 -o /dev/null "http://127.0.0.1:$sport/health" && fail "serve: plain HTTP to the HTTPS port is answered"
+curl -s -m 5 -o /dev/null "$S/health"
+[[ $? == 60 ]] || fail "serve: a client without the CA fails its certificate check (curl exit 60)"
+inner=$(grep -o 'the node reaches the router at http://127.0.0.1:[0-9]*' "$tmp/serve.log" | grep -o 'http.*')
+[[ -n $inner ]] || fail "serve prints where its node reaches the router: $(cat "$tmp/serve.log")"
+code=$(curl -s -o "$tmp/inner.json" -w '%{http_code}' -H "Authorization: Bearer $admin" "$inner/v0/models")
+[[ $code == 403 ]] && grep -q local_node_only "$tmp/inner.json" ||
+  fail "the node's loopback listener refuses any key but the node's: got $code $(head -c 200 "$tmp/inner.json")"
+expect 0 "pull into serve with the CA" -- env LLMR_ROUTER="$S" LLMR_TLS_CA="$tmp/ca.pem" "$LLMR" pull "$tmp/src/loop" --name loop --timeout 60
+code=$(curl -s -o "$tmp/chat.json" -w '%{http_code}' --cacert "$tmp/ca.pem" -H "Authorization: Bearer $admin" \
+  -H 'Content-Type: application/json' --data-binary "$chat" "$S/v1/chat/completions")
+[[ $code == 200 ]] && grep -q '"choices"' "$tmp/chat.json" || fail "serve: a chat over HTTPS: $code $(head -c 300 "$tmp/chat.json")"
+curl -s -m 5 -o /dev/null -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+  --data-binary "$chat" "$S/v1/chat/completions"
+[[ $? == 60 ]] || fail "serve: a chat without the CA fails its certificate check (curl exit 60)"
+kill -TERM "$serve_pid"
+for _ in $(seq 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.1; done
+wait "$serve_pid"
+[[ $? == 0 ]] || fail "serve with TLS exits 0 on SIGTERM"
 
 finish_checks tls
