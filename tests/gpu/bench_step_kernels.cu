@@ -5,8 +5,9 @@
  * lm_head and the pick.  Random weights, 24 layers' worth of distinct ones (more than
  * the L2 holds), each token routed to 4 random experts of 32.  The time per launch is
  * the mean of back-to-back launches; the table's last line adds them up as one step.
- * Then the experts' two products again with each tile of k_gemm_mxfp4_grouped_tile (16:
- * the fragments kernel; 32, 64, 128 rows), to see where each pays.  Batches past 256
+ * Then the experts' two products again with each tile of k_gemm_mxfp4_grouped_tile (16
+ * and 17: the fragments kernel with 16 or 32 token rows a block; 32, 64, 128 rows of the
+ * grouped GEMM's tiles), to see where each pays.  Batches past 256
  * stand for prefill chunks (their lm_head and pick take 256 rows).
  * It checks nothing: correctness is gpt-oss-kernel-check's.
  *
@@ -204,7 +205,7 @@ int main(int argc, char **argv)
         printf("  %-28s %9s %9.2f  -> %.0f tokens/s\n", "one step (greedy)", "", step / 1000,
                T / (step / 1e6));
         printf("  experts' products by tile (us/launch): ");
-        for (uint32_t tile : {16u, 32u, 64u, 128u}) {
+        for (uint32_t tile : {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32u, 64u, 128u}) {
             double gu = time_us([&](uint32_t l) {
                 return k_gemm_mxfp4_grouped_tile(tile, NULL, act, xn, rows, gub[l], gus[l], gbias, offsets,
                                                  E, T, T * K, 2 * I, H, 1.702f, 7.0f, 0);

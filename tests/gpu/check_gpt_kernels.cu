@@ -416,7 +416,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
     }
     /* every tile on the same products (0: the one k_gemm_mxfp4_grouped picks, last, so
      * that its act feeds down) */
-    const uint32_t tiles[] = {16, 32, 64, 128, 0};
+    const uint32_t tiles[] = {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32, 64, 128, 0};
     std::vector<float> act;
     for (uint32_t tile : tiles) {
         check(k_gemm_mxfp4_grouped_tile(tile, NULL, dact, dx, drows, gub, gus, gubias, doff, E, T,
@@ -445,6 +445,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
                  tile);
         report("k_gemm_mxfp4_grouped", what, rel_l2(out.data(), want_out.data(), want_out.size()), 1e-5);
     }
+
 
     auto x0 = random_f32((size_t)T * H, 1.0f);
     float *dxr = upload(x0), *dw = upload(w);

@@ -179,6 +179,24 @@ static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[
     out[3] = prmt(hb03, hb47, 0x7B3Bu) | (w & 0x80008000u);
 }
 
+/* E2M1 to fp16 pairs of neighbours, unscaled, in 13 instructions for 8 values: the
+ * magnitudes' high bytes looked up by two byte permutes (value i's in byte i % 4 of lo or
+ * hi), the signs spread to those bytes' top bits by two more in prmt's sign-replicate
+ * mode (selector nibble 8 | b copies the top bit of byte b: the sign of an odd value is
+ * the top bit of its byte of w, of an even value that of its byte of w << 4), then each
+ * pair laid beside zero low bytes.  Exact.  out[j] = half2(value 2j, value 2j + 1). */
+static __device__ __forceinline__ void e2m1x8_to_half2_pairs(uint32_t w, uint32_t out[4])
+{
+    const uint32_t lo_tab = 0x3E3C3800u, hi_tab = 0x46444240u; /* high bytes of 0..1.5, 2..6 */
+    const uint32_t mag = w & 0x77777777u, w4 = w << 4;
+    const uint32_t lo = prmt(lo_tab, hi_tab, mag) | (prmt(w, w4, 0x9D8Cu) & 0x80808080u);
+    const uint32_t hi = prmt(lo_tab, hi_tab, mag >> 16) | (prmt(w, w4, 0xBFAEu) & 0x80808080u);
+    out[0] = prmt(lo, 0u, 0x1404u); /* bytes: 0, lo.0, 0, lo.1 */
+    out[1] = prmt(lo, 0u, 0x3424u);
+    out[2] = prmt(hi, 0u, 0x1404u);
+    out[3] = prmt(hi, 0u, 0x3424u);
+}
+
 /* (a, b) as two fp8 e4m3 (a in the low byte), rounded to nearest even, saturating at
  * +-448; and two e4m3 bytes back as fp16 (exact: every e4m3 value is an fp16). */
 static __device__ __forceinline__ uint16_t fp8x2_e4m3(float a, float b)
@@ -262,6 +280,16 @@ static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const vo
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_addr(p)));
+}
+
+/* c = a (16x16, row-major fragment) * b (16x8, col-major fragment), fp16 in, fp32 out. */
+static __device__ __forceinline__ void mma_f16_from_zero(float c[4], const uint32_t a[4], uint32_t b0,
+                                                         uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+                 : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
 }
 
 /* c += a (16x16, row-major fragment) * b (16x8, col-major fragment), fp16 in, fp32 out. */

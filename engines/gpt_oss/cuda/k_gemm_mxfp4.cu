@@ -21,8 +21,10 @@
 #define MX_BK 64
 #define MX_THREADS 256
 #define MX_LDS (MX_BK + 8) /* smem row in f16: conflict-free ldmatrix and decode stores */
-/* Experts' mean rows up to which k_moe_gemm_few serves them, a 32-row tile does and a
- * 64-row tile does; past that, 128-row tiles. */
+/* Experts' mean rows up to which k_moe_gemm_few serves them (16 token rows a block up to
+ * FEW_ROWS, 32 up to SMALL_MEAN where K allows, else the 32-row tile), and a 64-row tile
+ * does; past that, 128-row tiles.  Each bound where the next choice starts to win on an
+ * H100 (BENCHMARKS.md: the step bench's products by tile). */
 #define FEW_ROWS 12u
 #define SMALL_MEAN 24u
 #define MID_MEAN 96u
@@ -125,12 +127,10 @@ __global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(MxArgs p)
         const uint32_t words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
         for (int w = 0; w < 4; w++) { /* 8 values a word */
-            uint32_t h[4];            /* h[j] = (value j, value j + 4) */
-            e2m1x8_to_half2(words[w], h);
-            dst[w] = make_uint4(hmul2_bits(prmt(h[0], h[1], 0x5410u), s2),
-                                hmul2_bits(prmt(h[2], h[3], 0x5410u), s2),
-                                hmul2_bits(prmt(h[0], h[1], 0x7632u), s2),
-                                hmul2_bits(prmt(h[2], h[3], 0x7632u), s2));
+            uint32_t h[4];            /* h[j] = (value 2j, value 2j + 1) */
+            e2m1x8_to_half2_pairs(words[w], h);
+            dst[w] = make_uint4(hmul2_bits(h[0], s2), hmul2_bits(h[1], s2), hmul2_bits(h[2], s2),
+                                hmul2_bits(h[3], s2));
         }
     };
 
@@ -276,22 +276,29 @@ cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f
 {
     if (K % MX_BK || N % 8 || max_rows == 0 || E == 0 || K > 12288)
         return cudaErrorInvalidValue;
-    /* rows an expert on average: few, the weights decoded into fragments (k_moe_gemm.cu);
-     * a few dozen, 32- or 64-row tiles, each expert's weights decoded about once; many
+    /* rows an expert on average: up to about two dozen, the weights decoded into fragments
+     * (k_moe_gemm.cu); a few dozen, 32- or 64-row tiles, each expert's weights decoded
+     * about once; many
      * (prefill), 128-row tiles, the weights read and decoded once per 128 rows */
     uint32_t mean = (pairs + E - 1) / E;
     if (tile == 0)
-        tile = mean <= FEW_ROWS && N % 16 == 0 ? 16
-               : mean <= SMALL_MEAN || max_rows <= 32 ? 32
-               : mean <= MID_MEAN                     ? 64
-                                                      : 128;
+        tile = mean <= FEW_ROWS && N % 16 == 0                       ? GPT_MOE_TILE_FRAGMENTS16
+               : mean <= SMALL_MEAN && N % 16 == 0 && K % 320 == 0 ? GPT_MOE_TILE_FRAGMENTS32
+               : mean <= SMALL_MEAN || max_rows <= 32              ? 32
+               : mean <= MID_MEAN                                  ? 64
+                                                                   : 128;
     MxArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     switch (tile) {
-    case 16:
+    case GPT_MOE_TILE_FRAGMENTS16:
         if (N % 16)
             return cudaErrorInvalidValue;
-        return k_moe_gemm_few(C, act, A, a_rows, blocks, scales, bias, offsets, E, max_rows, mean,
-                              N, K, alpha, limit, s);
+        return k_moe_gemm_few(16, C, act, A, a_rows, blocks, scales, bias, offsets, E, max_rows, N, K,
+                              alpha, limit, s);
+    case GPT_MOE_TILE_FRAGMENTS32:
+        if (N % 16 || K % 320)
+            return cudaErrorInvalidValue;
+        return k_moe_gemm_few(32, C, act, A, a_rows, blocks, scales, bias, offsets, E, max_rows, N, K,
+                              alpha, limit, s);
     case 32:
         return mx_launch<32, 6, true>(a, E, max_rows, s);
     case 64:

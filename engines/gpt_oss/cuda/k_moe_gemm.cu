@@ -9,19 +9,25 @@
  * with the first step.  Steps of 320 (ten MXFP4 groups, 160 bytes of each weight row, 3
  * stages) where K allows, as gpt-oss's 2880 does, else 64 (8 stages): the memory gives
  * runs of 160 bytes of a row faster than runs of 32 (on an H100, 9.5% less time at 64
- * sequences; BENCHMARKS.md).  Each lane decodes its own words: rows g and
- * g + 8 of its warp, the 4-byte word t of each group (8 E2M1 values by byte permutes,
- * times the group's scale in fp16: exact), which are its A fragments as they are (the
- * order of k within a fragment is free when B follows it: lane t takes values 8t..8t+7
- * of a group as the pairs (0,4), (1,5) of one k16 step and (2,6), (3,7) of the next,
- * and reads the same 8 values of a token for B).  So no block-wide decode into shared
+ * sequences; BENCHMARKS.md).  Each lane decodes its own words: rows g and g + 8 of its
+ * warp, the 4-byte word t of each group (8 E2M1 values to fp16 by byte permutes,
+ * unscaled: e2m1x8_to_half2_pairs), which are its A fragments as they are (the order of
+ * k within a fragment is free when B follows it: lane t takes values 8t..8t+7 of a group
+ * as the pairs (0,1), (2,3) of one k16 step and (4,5), (6,7) of the next, and reads the
+ * same 8 values of a token, whose pairs are then B's as they lie in memory).  A group is
+ * exactly two k16 steps, so its scale multiplies the group's sum in fp32 (an FMA per
+ * output) instead of its 32 weights in fp16.  So no block-wide decode into shared
  * memory and no barrier between decoding and multiplying; the tensor cores see 2 x TN/8
  * products per group and warp.  Measured against the grouped GEMM's tiles (H200, a
  * decode step of gpt-oss-20b; BENCHMARKS.md): gate_up 143 against 186 us a layer at 8
  * sequences, 199 against 256 at 64; but 413 against 341 at 256 (32 rows an expert,
- * TN 32), where the tiles stay.  The epilogue is the grouped GEMM's (k_gemm.cu): plus
- * the bias, then C fp32 or the clamped SwiGLU of (gate, up) feature pairs as fp16
- * (the pair's partner is the next lane group's row, fetched by a shuffle).
+ * TN 32), where the tiles stayed.  Since the decode takes 13 instructions for 8 values
+ * instead of 21 (and the tokens no permutes), an H100 at 64 sequences gives 154 + 94 us
+ * instead of 172 + 103, and TN 32 (two stages, for two blocks an SM) beats the 32-row
+ * tile at 16 rows an expert (221 against 247 us), so it serves up to 24.  The epilogue
+ * is the grouped GEMM's (k_gemm.cu): plus the bias, then C fp32 or the clamped SwiGLU of
+ * (gate, up) feature pairs as fp16 (the pair's partner is the next lane group's row,
+ * fetched by a shuffle).
  * See k_gemm_mxfp4_grouped in kernels.cuh. */
 #include "device_util.cuh"
 
@@ -43,7 +49,11 @@ struct MoeArgs {
 template <int TN, int ST, int MG_BK>
 __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
 {
-    constexpr int MG_LDX = MG_BK + 8;
+    /* shared rows padded so that a warp's reads meet no bank twice: the tokens' by 64 bytes
+     * modulo 128 (lanes g and g + 1 of a quarter warp read 16 bytes each at 4 offsets t),
+     * the weights' to 16 modulo 32 bytes (lanes g = 0..7 read 4 bytes each at 4 offsets t) */
+    constexpr int MG_LDX = MG_BK + 32;
+    constexpr int WLD = MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
     constexpr int NT = TN / 8;          /* n8 tiles of tokens */
@@ -51,8 +61,8 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
     constexpr int X_CHUNKS = TN * MG_BK / 8; /* 16-byte chunks of a token stage */
     extern __shared__ __align__(16) unsigned char smem[];
     f16 *Xs = reinterpret_cast<f16 *>(smem);                         /* [ST][TN][MG_LDX] */
-    uint8_t *Wraw = reinterpret_cast<uint8_t *>(Xs + ST * TN * MG_LDX); /* [ST][MG_N][QB] */
-    uint8_t *Sc = Wraw + ST * MG_N * QB;                              /* [MG_N][K/32] */
+    uint8_t *Wraw = reinterpret_cast<uint8_t *>(Xs + ST * TN * MG_LDX); /* [ST][MG_N][WLD] */
+    uint8_t *Sc = Wraw + ST * MG_N * WLD;                             /* [MG_N][K/32] */
 
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t g = lane >> 2, t = lane & 3;
@@ -85,7 +95,7 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
             bool ok = n < N;
             const uint8_t *src = p.blocks + ((size_t)e * N + (ok ? n : 0)) * (K / 2) +
                                  (size_t)kt * QB + j * 16;
-            cp_async16(Wraw + (stage * MG_N + r) * QB + j * 16, src, ok);
+            cp_async16(Wraw + (stage * MG_N + r) * WLD + j * 16, src, ok);
         }
     };
 
@@ -109,32 +119,35 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
             load_stage(kt + ST - 1, (kt + ST - 1) % ST);
         cp_async_commit();
         const uint32_t stage = kt % ST;
-        const uint8_t *wr = Wraw + stage * MG_N * QB;
+        const uint8_t *wr = Wraw + stage * MG_N * WLD;
         const f16 *xs = Xs + stage * TN * MG_LDX;
+        const uint8_t *sc = Sc + kt * (MG_BK / 32);
 #pragma unroll
         for (int gi = 0; gi < MG_BK / 32; gi++) { /* the step's groups of 32 */
-            uint32_t wa = *reinterpret_cast<const uint32_t *>(wr + r0 * QB + gi * 16 + 4 * t);
-            uint32_t wb = *reinterpret_cast<const uint32_t *>(wr + r1 * QB + gi * 16 + 4 * t);
-            uint32_t s2a = e8m0_half2(Sc[r0 * KG + kt * (MG_BK / 32) + gi]);
-            uint32_t s2b = e8m0_half2(Sc[r1 * KG + kt * (MG_BK / 32) + gi]);
-            uint32_t ha[4], hb[4];
-            e2m1x8_to_half2(wa, ha);
-            e2m1x8_to_half2(wb, hb);
-#pragma unroll
-            for (int m = 0; m < 4; m++) {
-                ha[m] = hmul2_bits(ha[m], s2a);
-                hb[m] = hmul2_bits(hb[m], s2b);
-            }
+            uint32_t wa = *reinterpret_cast<const uint32_t *>(wr + r0 * WLD + gi * 16 + 4 * t);
+            uint32_t wb = *reinterpret_cast<const uint32_t *>(wr + r1 * WLD + gi * 16 + 4 * t);
+            /* the group's scales 2^(s-127) as fp32 (s in the exponent field) */
+            const float sa = __uint_as_float((uint32_t)sc[r0 * KG + gi] << 23);
+            const float sb = __uint_as_float((uint32_t)sc[r1 * KG + gi] << 23);
+            uint32_t ha[4], hb[4]; /* (value 2j, value 2j + 1) of rows r0 and r1 */
+            e2m1x8_to_half2_pairs(wa, ha);
+            e2m1x8_to_half2_pairs(wb, hb);
             const uint32_t a0[4] = {ha[0], hb[0], ha[1], hb[1]};
             const uint32_t a1[4] = {ha[2], hb[2], ha[3], hb[3]};
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 if (nt > 0 && (uint32_t)nt >= live)
                     break;
-                /* token nt*8+g's values 8t..8t+7 of this group, paired as A's */
+                /* token nt*8+g's values 8t..8t+7 of this group: its pairs are B's as
+                 * they lie; the group's sum, then times its scale */
                 uint4 x = *reinterpret_cast<const uint4 *>(xs + (nt * 8 + g) * MG_LDX + gi * 32 + 8 * t);
-                mma_f16(acc[nt], a0, prmt(x.x, x.z, 0x5410u), prmt(x.x, x.z, 0x7632u));
-                mma_f16(acc[nt], a1, prmt(x.y, x.w, 0x5410u), prmt(x.y, x.w, 0x7632u));
+                float c[4];
+                mma_f16_from_zero(c, a0, x.x, x.y);
+                mma_f16(c, a1, x.z, x.w);
+                acc[nt][0] = fmaf(c[0], sa, acc[nt][0]);
+                acc[nt][1] = fmaf(c[1], sa, acc[nt][1]);
+                acc[nt][2] = fmaf(c[2], sb, acc[nt][2]);
+                acc[nt][3] = fmaf(c[3], sb, acc[nt][3]);
             }
         }
     }
@@ -161,7 +174,8 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
 template <int TN, int ST, int MG_BK>
 static size_t moe_smem_bytes(uint32_t K)
 {
-    return (size_t)ST * TN * (MG_BK + 8) * sizeof(f16) + (size_t)ST * MG_N * (MG_BK / 2) + (size_t)MG_N * (K / 32);
+    constexpr size_t WLD = MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
+    return (size_t)ST * TN * (MG_BK + 32) * sizeof(f16) + (size_t)ST * MG_N * WLD + (size_t)MG_N * (K / 32);
 }
 
 template <int TN, int ST, int BK>
@@ -181,15 +195,20 @@ static cudaError_t moe_launch(const MoeArgs &a, uint32_t E, uint32_t max_rows, c
     return cudaGetLastError();
 }
 
-cudaError_t k_moe_gemm_few(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
-                           const uint8_t *blocks, const uint8_t *scales, const float *bias,
-                           const uint32_t *offsets, uint32_t E, uint32_t max_rows, uint32_t mean,
-                           uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s)
+cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A,
+                           const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
+                           const float *bias, const uint32_t *offsets, uint32_t E,
+                           uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
+                           cudaStream_t s)
 {
-    if (K % 64 || N % 16 || max_rows == 0 || E == 0 || K > 12288)
+    if (K % 64 || N % 16 || max_rows == 0 || E == 0 || K > 12288 ||
+        (token_rows != 16 && token_rows != 32) || (token_rows == 32 && K % 320))
         return cudaErrorInvalidValue;
     MoeArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
-    (void)mean; /* the caller's choice: this kernel pays up to about 12 rows an expert */
+    /* 32 token rows: two stages of 320 keep two blocks an SM (the shared memory of three
+     * would not); on an H100 10% less time than the 32-row tile at 16 rows an expert */
+    if (token_rows == 32)
+        return moe_launch<32, 2, 320>(a, E, max_rows, s);
     /* steps of 320 (160 bytes of a row: gpt-oss's K of 2880) where K allows, else 64 */
     if (K % 320 == 0)
         return moe_launch<16, 3, 320>(a, E, max_rows, s);

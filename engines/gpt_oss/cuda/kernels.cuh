@@ -264,21 +264,25 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
                                  uint32_t pairs, uint32_t N, uint32_t K, float alpha, float limit,
                                  cudaStream_t s);
 /* The same with the tile named instead of chosen (for the kernel check and the step
- * bench): tile 16 is k_moe_gemm_few, 32, 64 and 128 the rows of a block's tile, 0 the
- * choice k_gemm_mxfp4_grouped makes.  Another value is cudaErrorInvalidValue. */
+ * bench): GPT_MOE_TILE_FRAGMENTS16 and ..32 are k_moe_gemm_few with 16 or 32 token rows
+ * a block, 32, 64 and 128 the rows of a block's tile of the grouped GEMM, 0 the choice
+ * k_gemm_mxfp4_grouped makes.  Another value is cudaErrorInvalidValue. */
+#define GPT_MOE_TILE_FRAGMENTS16 16u
+#define GPT_MOE_TILE_FRAGMENTS32 17u
 cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f16 *A,
                                       const int32_t *a_rows, const uint8_t *blocks,
                                       const uint8_t *scales, const float *bias,
                                       const uint32_t *offsets, uint32_t E, uint32_t max_rows,
                                       uint32_t pairs, uint32_t N, uint32_t K, float alpha,
                                       float limit, cudaStream_t s);
-/* The same products where the experts have few rows each (mean: the slots' mean per
- * expert, at most about 12), the weights decoded straight into the tensor cores'
- * fragments (k_moe_gemm.cu); k_gemm_mxfp4_grouped calls it when that pays.  N % 16 == 0,
- * K % 64 == 0. */
-cudaError_t k_moe_gemm_few(float *C, f16 *act, const f16 *A, const int32_t *a_rows,
-                           const uint8_t *blocks, const uint8_t *scales, const float *bias,
-                           const uint32_t *offsets, uint32_t E, uint32_t max_rows, uint32_t mean,
-                           uint32_t N, uint32_t K, float alpha, float limit, cudaStream_t s);
+/* The same products where the experts have a few rows each (up to about 24), the weights
+ * decoded straight into the tensor cores' fragments (k_moe_gemm.cu), token_rows (16 or
+ * 32) of an expert a block; k_gemm_mxfp4_grouped calls it when that pays.  N % 16 == 0,
+ * K % 64 == 0 (K % 320 == 0 for 32 token rows). */
+cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A,
+                           const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
+                           const float *bias, const uint32_t *offsets, uint32_t E,
+                           uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
+                           cudaStream_t s);
 
 #endif
