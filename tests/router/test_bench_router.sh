@@ -3,7 +3,7 @@
 # started by the bench, 20 streamed requests in flight through the router; the counts
 # of the JSON report make sense (every request ok, a router-added latency for each,
 # the node's time to first byte at least the engine's token delay, so the bench's
-# --engine-options reached the engine).  Slow streams pass the router as they come
+# --engine-options reached the engine; the router process's peak threads and memory).  Slow streams pass the router as they come
 # (their first bytes are not held until the end).  Then one node is SIGKILLed mid-run: every
 # stream in flight finishes or ends with an error event and [DONE] (some do end so),
 # every request started after the kill succeeds.  Also: usage errors, and a node that
@@ -35,7 +35,10 @@ code=$?
 [[ $(field "$tmp/plain.json" 'r["node_ttfb_us"]["p50"] >= 1000') == True ]] ||
   fail "the node's TTFB holds the token delay (--engine-options reached the engine): $(cat "$tmp/plain.json")"
 [[ $(field "$tmp/plain.json" 'r["passed"] and "goal_met" in r') == True ]] || fail "a plain run passes: $(cat "$tmp/plain.json")"
+[[ $(field "$tmp/plain.json" 'r["router_process"]["threads_peak"] > 1 and r["router_process"]["rss_peak_kib"] > 1000') == True ]] ||
+  fail "the report has the router process's peak threads and memory: $(cat "$tmp/plain.json")"
 has "$(cat "$tmp/plain.err")" "router-added" "the table is printed on stderr with --json"
+has "$(cat "$tmp/plain.err")" "threads at peak" "the table has the router's threads"
 has "$(cat "$tmp/plain.err")" "done," "progress is shown"
 
 # --- the router streams: with 8 tokens 150 ms apart, a router that held the answer
