@@ -11,8 +11,13 @@
  * stream with an error event and [DONE], never a hang.  A client that leaves cancels
  * the request on the node (the connection to it closes).  While the router stops
  * (llmr_router_drain) a request that has no node yet gets 503 server_shutting_down, and
- * a stream still running at llmr_router_stop ends with that error event and [DONE].  Each request runs as a job
- * (router_jobs.c), so a stream reaches the client as the node sends it.
+ * a stream still running at llmr_router_stop ends with that error event and [DONE].
+ *
+ * Threads: the handler's thread does the check, the rendering and the wait for a node,
+ * then starts the try's transfer on the transfer loop (router_upstream.c) and waits for
+ * it; a whole answer, an error and a retry are its.  At a stream's first byte the loop
+ * takes the request over (see struct proxied), so the stream reaches the client as the
+ * node sends it and costs no thread while it runs.
  *
  * POST /v1/responses goes the same way; with `store` (the default) its response is kept
  * (store_responses.c) for the API key that made it: GET and DELETE /v1/responses/{id},
