@@ -239,8 +239,9 @@ typedef struct proxied {
     int64_t upstream_ttfb_us;   /* the node's time to its first body byte (see on_data) */
     bool capture;               /* a stored response's stream: kept in body too */
     const json_t *resp_input;   /* capture: the input it was given, */
-    bool stored;                /* and whether it is kept already (at its last event, before
+    atomic_bool stored;         /* and whether it is kept already (at its last event, before
                                    the client sees it: a GET right after finds it) */
+    bool storing;               /* a thread of its own keeps it (store_later) */
     size_t scanned;             /* capture: body bytes looked through for the last event */
     size_t last_event;          /* where it starts + 1 (0: not seen yet) */
     const char *node_id;        /* the node tried now (t.id) */
@@ -264,6 +265,7 @@ static llmr_http_note try_note(const proxied *a, unsigned status)
 
 static bool stream_ended(proxied *a);
 static void store_captured(proxied *a);
+static bool store_later(proxied *a);
 
 /* A captured stream before its last event keeps only its last CAPTURE_TAIL bytes (room
  * for the start of that event's line, should it come across two pieces), so a long
@@ -394,8 +396,11 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
             llmr_strbuf_append(&a->body, data, n);
         else
             a->capture = false; /* too long to keep */
-        if (a->capture && !a->stored && stream_ended(a))
+        if (a->capture && !atomic_load(&a->stored) && !a->storing && stream_ended(a)) {
+            if (store_later(a))
+                return CURL_WRITEFUNC_PAUSE; /* this piece comes again once it is kept */
             store_captured(a);
+        }
         else if (a->capture && !a->last_event && a->body.len > CAPTURE_TAIL * 2)
             keep_tail(a); /* only the last event is kept: what came before it goes */
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
@@ -658,7 +663,48 @@ static void store_response(llmr_router *r, const router_caller *c, const proxied
 static void store_captured(proxied *a)
 {
     store_response(a->r, a->caller, a, a->resp_input, &a->prompt_tokens, &a->completion_tokens, true);
-    a->stored = true;
+    atomic_store(&a->stored, true);
+}
+
+static void proxied_unref(proxied *a);
+
+static void *store_main(void *arg)
+{
+    proxied *a = arg;
+    llmr_router *r = a->r;
+    llmr_log_set_request_id(a->request_id);
+    store_captured(a);
+    llmr_log_set_request_id(NULL);
+    router_upstream_resume(r->upstream, a);
+    proxied_unref(a);
+    router_jobs_end(r); /* r is not used after */
+    return NULL;
+}
+
+/* A stored response's stream at its last event (on the loop's thread): the store writes
+ * to disk, which the loop must not wait for, so a thread of its own keeps the response
+ * while the transfer pauses; then the loop resumes it and the last event reaches the
+ * client.  The thread counts as a job (the store stays open for it).  false: no thread
+ * (the caller keeps it itself). */
+static bool store_later(proxied *a)
+{
+    pthread_mutex_lock(&a->lock);
+    a->refs++;
+    pthread_mutex_unlock(&a->lock);
+    router_jobs_begin(a->r);
+    a->storing = true;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, store_main, a);
+    pthread_attr_destroy(&attr);
+    if (rc == 0)
+        return true;
+    a->storing = false;
+    router_jobs_end(a->r);
+    proxied_unref(a); /* not the last: the transfer holds it */
+    return false;
 }
 
 /* Keeps the response a node answered (a whole body or a stream's last event), with the
@@ -922,7 +968,8 @@ static void proxy_end(proxied *a)
     uint64_t tokens = 0;
     if (a->prepared) {
         uint32_t prompt_tokens = a->prompt_tokens, completion_tokens = a->completion_tokens;
-        if (a->responses_api && a->status == 200 && !a->stored && (a->capture || !a->stream))
+        if (a->responses_api && a->status == 200 && !atomic_load(&a->stored) && !a->storing &&
+            (a->capture || !a->stream))
             store_response(r, a->caller, a, a->rs.input, &prompt_tokens, &completion_tokens, a->rs.store);
         tokens = (uint64_t)prompt_tokens + completion_tokens;
         if (!a->out) { /* a whole answer (a stream's record was noted at its end) */

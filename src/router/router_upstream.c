@@ -4,7 +4,8 @@
  *
  * Any thread adds a transfer to the queue under the lock and calls curl_multi_wakeup;
  * the loop's thread alone touches the multi handle: it moves the queue's transfers into
- * it, runs curl_multi_perform (the handles' own callbacks run there), hands each finished
+ * it, unpauses those whose resume was asked (router_upstream_resume), runs
+ * curl_multi_perform (the handles' own callbacks run there), hands each finished
  * transfer to its done callback (curl_multi_info_read), asks the running ones' cancel
  * every ROUTER_UPSTREAM_CHECK_MS or when woken, and sleeps in curl_multi_poll until a
  * socket is ready, libcurl's next timeout, the next check, or a wakeup.  With nothing
@@ -30,11 +31,17 @@ typedef struct xfer {
     struct xfer *prev, *next;
 } xfer;
 
+typedef struct resume {
+    void *user;
+    struct resume *next;
+} resume;
+
 struct router_upstream {
     CURLM *multi;
     pthread_t thread;
-    pthread_mutex_t lock;   /* the queue, stopping */
+    pthread_mutex_t lock;   /* the queue, the resumes, stopping */
     xfer *queue_head, *queue_tail;
+    resume *resumes;
     bool stopping;
     atomic_bool check;      /* ask every cancel at the next turn */
     atomic_uint running;    /* transfers in the multi handle or queued */
@@ -69,8 +76,20 @@ static bool take_queue(router_upstream *u)
     pthread_mutex_lock(&u->lock);
     xfer *q = u->queue_head;
     u->queue_head = u->queue_tail = NULL;
+    resume *rs = u->resumes;
+    u->resumes = NULL;
     bool stopping = u->stopping;
     pthread_mutex_unlock(&u->lock);
+    while (rs) { /* the running transfer of that user, if any (its write may run now) */
+        resume *next = rs->next;
+        for (xfer *x = u->active; x; x = x->next)
+            if (x->user == rs->user) {
+                curl_easy_pause(x->easy, CURLPAUSE_CONT);
+                break;
+            }
+        free(rs);
+        rs = next;
+    }
     while (q) {
         xfer *x = q;
         q = q->next;
@@ -182,6 +201,19 @@ bool router_upstream_add(router_upstream *u, CURL *easy, router_upstream_done_fn
     return true;
 }
 
+void router_upstream_resume(router_upstream *u, void *user)
+{
+    resume *rs = malloc(sizeof *rs);
+    if (!rs)
+        return;
+    pthread_mutex_lock(&u->lock);
+    rs->user = user;
+    rs->next = u->resumes;
+    u->resumes = rs;
+    pthread_mutex_unlock(&u->lock);
+    curl_multi_wakeup(u->multi);
+}
+
 void router_upstream_wake(router_upstream *u)
 {
     if (!u)
@@ -204,6 +236,11 @@ void router_upstream_free(router_upstream *u)
     pthread_mutex_unlock(&u->lock);
     curl_multi_wakeup(u->multi);
     pthread_join(u->thread, NULL);
+    while (u->resumes) {
+        resume *next = u->resumes->next;
+        free(u->resumes);
+        u->resumes = next;
+    }
     curl_multi_cleanup(u->multi);
     pthread_mutex_destroy(&u->lock);
     free(u);

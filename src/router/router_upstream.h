@@ -30,6 +30,10 @@ router_upstream *router_upstream_new(void);
  * stops or is out of memory. */
 bool router_upstream_add(router_upstream *u, CURL *easy, router_upstream_done_fn done,
                          router_upstream_cancel_fn cancel, void *user);
+/* A transfer whose write callback paused it (CURL_WRITEFUNC_PAUSE) goes on: the loop
+ * unpauses the running transfer whose user this is (none: nothing), and the paused
+ * bytes come to the write callback again.  Any thread. */
+void router_upstream_resume(router_upstream *u, void *user);
 /* The loop asks every running transfer's cancel now (a client left, the router stops). */
 void router_upstream_wake(router_upstream *u);
 /* How many transfers the loop runs now (for tests and metrics). */
