@@ -400,8 +400,7 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
             if (store_later(a))
                 return CURL_WRITEFUNC_PAUSE; /* this piece comes again once it is kept */
             store_captured(a);
-        }
-        else if (a->capture && !a->last_event && a->body.len > CAPTURE_TAIL * 2)
+        } else if (a->capture && !a->last_event && a->body.len > CAPTURE_TAIL * 2)
             keep_tail(a); /* only the last event is kept: what came before it goes */
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
