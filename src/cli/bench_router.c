@@ -16,7 +16,9 @@
  *
  * Router-added latency, per request: the client's time to first body byte through
  * the router minus the node's time to first body byte as the router measured it (its
- * X-Llmr-Upstream-Ttfb-Us header).  Every child is reaped on every way out,
+ * X-Llmr-Upstream-Ttfb-Us header).  While the load runs it samples the router
+ * process's /proc/PID/status every PROC_SAMPLE_MS (its thread count at peak) and, at
+ * the end, its peak resident memory (VmHWM).  Every child is reaped on every way out,
  * SIGINT and SIGTERM included. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,6 +50,7 @@
 #define MODEL_NAME "echo"
 #define MAX_NODES 32
 #define READY_TIMEOUT_MS 60000u
+#define PROC_SAMPLE_MS 50
 
 /* ---- options ------------------------------------------------------------------------- */
 
@@ -559,7 +562,36 @@ typedef struct run_info {
     uint64_t start_ns, kill_ns; /* kill_ns 0: no kill */
     int killed_outstanding;     /* the router's count on the killed node; -1: unknown */
     bool interrupted;
+    long threads_peak;          /* the router process's most threads seen; -1: unknown */
+    long rss_peak_kib;          /* its peak resident memory (VmHWM); -1: unknown */
 } run_info;
+
+/* The value of a "Name:   N ..." line of /proc/PID/status; -1 when not read. */
+static long proc_status_value(pid_t pid, const char *name)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = pid > 0 ? fopen(path, "re") : NULL;
+    if (!f)
+        return -1;
+    long v = -1;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, name, n) && line[n] == ':') {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+/* The router's thread count now, kept when it is the highest seen. */
+static void sample_router(const bench *b, run_info *ri)
+{
+    long t = proc_status_value(b->router.pid, "Threads");
+    if (t > ri->threads_peak)
+        ri->threads_peak = t;
+}
 
 /* The router's count of requests outstanding on node i; -1: unknown. */
 static int outstanding_on(const bench *b, unsigned i)
@@ -612,6 +644,7 @@ static bool run_load(bench *b, brc_load **out, run_info *ri)
     llmr_strbuf err = LLMR_STRBUF_INIT;
     memset(ri, 0, sizeof *ri);
     ri->killed_outstanding = -1;
+    ri->threads_peak = ri->rss_peak_kib = -1;
     ri->start_ns = llmr_now_ns();
     llmr_status st = body ? brc_start(&co, out, &err) : LLMR_OOM_RAM;
     free(body);
@@ -623,10 +656,14 @@ static bool run_load(bench *b, brc_load **out, run_info *ri)
     llmr_strbuf_free(&err);
     uint64_t end = ri->start_ns + (uint64_t)(b->o.duration_s * 1e9);
     uint64_t kill_at = b->o.kill_after_s >= 0 ? ri->start_ns + (uint64_t)(b->o.kill_after_s * 1e9) : 0;
-    uint64_t next_progress = ri->start_ns + 1000000000u;
+    uint64_t next_progress = ri->start_ns + 1000000000u, next_sample = 0;
     bool stopping = false;
     for (;;) {
         uint64_t now = llmr_now_ns();
+        if (now >= next_sample) {
+            sample_router(b, ri);
+            next_sample = now + PROC_SAMPLE_MS * 1000000u;
+        }
         if (interrupted) {
             brc_abort(*out);
             ri->interrupted = true;
@@ -649,6 +686,8 @@ static bool run_load(bench *b, brc_load **out, run_info *ri)
         llmr_sleep_ms(10);
     }
     brc_join(*out);
+    sample_router(b, ri);
+    ri->rss_peak_kib = proc_status_value(b->router.pid, "VmHWM");
     return !ri->interrupted;
 }
 
@@ -667,6 +706,8 @@ static int report_run(const bench *b, brc_load *l, const run_info *ri)
         .start_ns = ri->start_ns,
         .kill_ns = ri->kill_ns,
         .killed_outstanding = ri->killed_outstanding,
+        .router_threads_peak = ri->threads_peak,
+        .router_rss_peak_kib = ri->rss_peak_kib,
     };
     return brr_report(&in);
 }

@@ -1,7 +1,8 @@
 /* The report of `llmr bench router` (the run itself is bench_router.c): from the
  * recorded requests of a finished load (bench_router_client.h), the percentiles of
  * the router-added latency, the client's and the node's time to first byte, the
- * outcomes (split before, during and after a node kill), the JSON of --json on
+ * outcomes (split before, during and after a node kill), the router process's
+ * threads and memory at peak (sampled by bench_router.c), the JSON of --json on
  * stdout, the table (on stdout, or on stderr with --json) and whether the run
  * passed.  It owns the table's text, the JSON's fields and the pass rule; it starts
  * nothing and reads only what bench_router.c hands it in a brr_input. */
@@ -163,6 +164,11 @@ static json_t *report_json(const brr_input *in, const report *rep, bool kernel, 
             json_object_set_new(statuses, key, json_integer((json_int_t)rep->statuses[c]));
         }
     json_object_set_new(j, "http_error_statuses", statuses);
+    json_object_set_new(j, "router_process",
+                        json_pack("{s:o, s:o}", "threads_peak",
+                                  in->router_threads_peak >= 0 ? json_integer(in->router_threads_peak) : json_null(),
+                                  "rss_peak_kib",
+                                  in->router_rss_peak_kib >= 0 ? json_integer(in->router_rss_peak_kib) : json_null()));
     if (first_error && *first_error)
         json_object_set_new(j, "first_error", json_string(first_error));
     if (in->kill_ns) {
@@ -190,6 +196,15 @@ static void print_table(FILE *f, const brr_input *in, const report *rep, bool ke
             rep->requests - rep->ok);
     fprintf(f, "  tokens          %llu in %.1f s: %.0f tokens/s through the router\n",
             (unsigned long long)rep->tokens, rep->seconds, rep->seconds > 0 ? rep->tokens / rep->seconds : 0.0);
+    fprintf(f, "  router process  ");
+    if (in->router_threads_peak >= 0)
+        fprintf(f, "%ld threads at peak", in->router_threads_peak);
+    else
+        fprintf(f, "threads unknown");
+    if (in->router_rss_peak_kib >= 0)
+        fprintf(f, ", %.1f MiB peak memory (VmHWM)\n", in->router_rss_peak_kib / 1024.0);
+    else
+        fprintf(f, ", peak memory unknown\n");
     fprintf(f, "  %-22s %10s %10s %10s %10s %8s\n", "latency (us)", "p50", "p90", "p99", "max", "n");
     const struct {
         const char *name;

@@ -23,6 +23,9 @@ typedef struct brr_input {
     uint64_t start_ns;      /* the load's start (llmr_now_ns) */
     uint64_t kill_ns;       /* when node 1 was killed; 0: no kill */
     int killed_outstanding; /* the router's count on the killed node; -1: unknown */
+    long router_threads_peak; /* the router process's most threads seen during the load;
+                                 -1: unknown */
+    long router_rss_peak_kib; /* its peak resident memory (VmHWM) in KiB; -1: unknown */
 } brr_input;
 
 /* Prints the report (the JSON first with --json) and notes on stderr; LLMR_EXIT_OK

@@ -379,6 +379,10 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
         st = LLMR_OOM_RAM;
     if (st == LLMR_OK && !(r->limits = router_limits_new()))
         st = LLMR_OOM_RAM;
+    if (st == LLMR_OK && !(r->upstream = router_upstream_new())) {
+        llmr_strbuf_puts(err, "cannot start the transfer loop to the nodes");
+        st = LLMR_OOM_RAM;
+    }
     if (st == LLMR_OK) {
         llmr_http_server_options so;
         llmr_http_server_options_default(&so);
@@ -468,6 +472,7 @@ void llmr_router_stop(llmr_router *r)
     pthread_mutex_lock(&r->queue_lock);
     pthread_cond_broadcast(&r->queue_cond);
     pthread_mutex_unlock(&r->queue_lock);
+    router_upstream_wake(r->upstream); /* the transfers running stop */
     router_events_stop(r); /* the dashboard's event streams end */
     if (r->srv) {
         /* the jobs still running stop their nodes' transfers and end their streams with
@@ -480,6 +485,7 @@ void llmr_router_stop(llmr_router *r)
         llmr_http_server_stop(r->local_srv);
     free(r->local_key);
     router_jobs_wait(r);
+    router_upstream_free(r->upstream); /* none runs: every request has ended */
     router_events_free(r);
     llmr_node_registry_free(r->nodes);
     router_templates_free(r->templates);

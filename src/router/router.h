@@ -9,7 +9,9 @@
  *                    the request log and the audit log
  *   router_proxy.c   /v1: the OpenAI endpoints proxied to a node (balancing, the wait
  *                    queue, retry before the first byte, streams) and /v1/models[/ID]
- *   router_jobs.c    each proxied request on a thread of its own (so that it streams)
+ *   router_upstream.c  the transfer loop: every transfer to a node on one thread (a
+ *                    libcurl multi handle), connections to the nodes reused
+ *   router_jobs.c    the running work (for the stop), and the event streams' threads
  *   router_proof.c   challenges to nodes: a model is routed only where proven held
  *   node_address.c   a node's URL checked against where its registration came from
  *   router_limits.c  per-key limits: requests per minute, at once, tokens per minute

@@ -11,6 +11,7 @@
 #include "router/model_source.h"
 #include "router/node_registry.h"
 #include "router/router.h"
+#include "router/router_upstream.h"
 #include "router/store.h"
 
 typedef struct router_templates router_templates;
@@ -32,6 +33,7 @@ struct llmr_router {
     router_templates *templates; /* compiled chat templates per model (router_render.c) */
     atomic_bool stopping;        /* llmr_router_stop has begun: jobs end soon */
     atomic_bool draining;        /* llmr_router_drain: no new request gets a node */
+    router_upstream *upstream;   /* the transfers to the nodes (router_upstream.c) */
     pthread_mutex_t jobs_lock;   /* the jobs running (router_jobs.c) */
     pthread_cond_t jobs_done;
     unsigned jobs;
@@ -106,7 +108,9 @@ void router_events_free(llmr_router *r);
 /* Unix milliseconds now (the request log's clock). */
 int64_t router_unix_ms(void);
 
-/* ---- requests on threads of their own (router_jobs.c) ---- */
+/* ---- the router's running work (router_jobs.c): proxied requests, from their
+ * handler's start to their end (on the transfer loop for a stream), and the dashboard's
+ * event streams, each on a thread of its own ---- */
 typedef struct router_job router_job;
 typedef void (*router_job_fn)(llmr_router *r, const router_caller *c, const llmr_http_request *req,
                               llmr_http_reply *reply, router_job *job, int arg);
@@ -119,6 +123,10 @@ void router_job_run(llmr_router *r, const router_caller *c, const llmr_http_requ
 /* The job has replied (a whole answer, or a stream opened): the server's handler
  * returns, and the job does not touch the reply again.  NULL: nothing. */
 void router_job_replied(router_job *job);
+/* A proxied request begins (on its handler's thread) and ends (wherever it ends): it
+ * counts as a job meanwhile. */
+void router_jobs_begin(llmr_router *r);
+void router_jobs_end(llmr_router *r);
 /* Waits until no job runs or until the router_now_ms deadline: true when none runs. */
 bool router_jobs_idle(llmr_router *r, uint64_t deadline_ms);
 /* Waits until no job runs (for llmr_router_stop, after the server stopped). */

@@ -1,11 +1,16 @@
-/* Requests that run on a thread of their own.  The HTTP server sends an answer when its
- * handler returns, and a stream's bytes only after that; a request proxied to a node
- * must stream while its thread still reads from the node.  So the handler hands the
- * request (copied) to a job thread and waits only until the job has replied: a whole
- * answer given, or a stream opened (router_job_replied).  The job goes on writing the
- * stream after the handler has returned; it never touches the reply again.
+/* The router's running work, and requests that run on a thread of their own.
  *
- * The router counts its jobs, so that llmr_router_stop can wait for the last one
+ * The HTTP server sends an answer when its handler returns, and a stream's bytes only
+ * after that; the dashboard's event stream (router_events.c) writes its stream from a
+ * loop of its own.  So its handler hands the request (copied) to a job thread and waits
+ * only until the job has replied: a whole answer given, or a stream opened
+ * (router_job_replied).  The job goes on writing the stream after the handler has
+ * returned; it never touches the reply again.  (Proxied requests need no thread of
+ * their own: their streams run on the transfer loop, router_proxy.c.)
+ *
+ * The router counts its jobs (those threads, and each proxied request from its
+ * handler's start to its end: router_jobs_begin, router_jobs_end), so that
+ * llmr_router_drain can wait for running work and llmr_router_stop for the last job
  * before it frees what they use (router_jobs_wait). */
 #include "router/router_internal.h"
 
@@ -59,6 +64,21 @@ void router_jobs_wait(llmr_router *r)
     pthread_mutex_unlock(&r->jobs_lock);
     pthread_mutex_destroy(&r->jobs_lock);
     pthread_cond_destroy(&r->jobs_done);
+}
+
+void router_jobs_begin(llmr_router *r)
+{
+    pthread_mutex_lock(&r->jobs_lock);
+    r->jobs++;
+    pthread_mutex_unlock(&r->jobs_lock);
+}
+
+void router_jobs_end(llmr_router *r)
+{
+    pthread_mutex_lock(&r->jobs_lock);
+    if (--r->jobs == 0)
+        pthread_cond_broadcast(&r->jobs_done);
+    pthread_mutex_unlock(&r->jobs_lock);
 }
 
 void router_job_replied(router_job *j)

@@ -11,8 +11,13 @@
  * stream with an error event and [DONE], never a hang.  A client that leaves cancels
  * the request on the node (the connection to it closes).  While the router stops
  * (llmr_router_drain) a request that has no node yet gets 503 server_shutting_down, and
- * a stream still running at llmr_router_stop ends with that error event and [DONE].  Each request runs as a job
- * (router_jobs.c), so a stream reaches the client as the node sends it.
+ * a stream still running at llmr_router_stop ends with that error event and [DONE].
+ *
+ * Threads: the handler's thread does the check, the rendering and the wait for a node,
+ * then starts the try's transfer on the transfer loop (router_upstream.c) and waits for
+ * it; a whole answer, an error and a retry are its.  At a stream's first byte the loop
+ * takes the request over (see struct proxied), so the stream reaches the client as the
+ * node sends it and costs no thread while it runs.
  *
  * POST /v1/responses goes the same way; with `store` (the default) its response is kept
  * (store_responses.c) for the API key that made it: GET and DELETE /v1/responses/{id},
@@ -33,6 +38,7 @@
 #include "net/curl_handle.h"
 #include "openai/openai_api.h"
 #include "openai/openai_responses.h"
+#include "router/router_upstream.h"
 
 #define COMPONENT "router"
 #define MAX_TRIES 3
@@ -182,13 +188,41 @@ static void release(llmr_router *r, const char *id, double ttft_ms)
     pthread_mutex_unlock(&r->queue_lock);
 }
 
-/* ---- one try on one node --------------------------------------------------------------- */
+/* ---- a request's state, from its check to its end ---------------------------------------- */
 
-typedef struct attempt {
+/* One proxied request.  Its handler's thread makes it, waits for a node and starts each
+ * try's transfer on the transfer loop (router_upstream.c); the loop runs the transfer's
+ * callbacks.  While the answer is not the client's yet (a whole answer, an error, or a
+ * stream before the node's first byte) the handler's thread waits for the try to end
+ * and goes on (the answer, or another node).  At a stream's first byte the stream opens
+ * and the loop takes the request over (handed_off): the handler returns, and the loop's
+ * done callback ends the request (stream_finish), so a running stream costs no thread.
+ * Two holders (the handler, a running transfer) share it: the last one frees it. */
+typedef struct proxied {
     llmr_router *r;
-    llmr_http_reply *reply;     /* the handler's: used only until the job replied */
-    router_job *job;
+    llmr_http_reply *reply;     /* the handler's: used only until handed_off */
+    const llmr_http_request *req; /* likewise (to see a client leave while it waits) */
+    router_caller own_caller;   /* the caller (key_id copied) */
+    const struct router_caller *caller; /* &own_caller */
+    char *path, *request_id;    /* copies, for each try */
+    char *chained_body, *rendered_body, *body_copy; /* what goes to the node, one of */
+    const char *send_body;
+    size_t send_len;
+    llmr_oai_request q;
+    llmr_oai_responses rs;      /* a Responses request: q is its chat request, moved out */
+    llmr_store_model m;
+    bool prepared;              /* checked, rendered: it may reach a node */
+    bool responses_api;         /* POST /v1/responses */
+    llmr_node_target t;         /* the node of this try (t.id "" once refused) */
+    const char *tried[MAX_TRIES];
+    char tried_ids[MAX_TRIES][32];
+    size_t n_tried;
+    long status;                /* what the request ended with */
+    /* this try's transfer */
     CURL *curl;
+    struct curl_slist *headers, *pin;
+    CURLcode rc;                /* how it ended, */
+    long node_status;           /* and the node's status */
     bool stream;                /* the client asked for a stream */
     llmr_http_stream *out;      /* opened at the node's first byte of a 200 stream */
     llmr_strbuf body;           /* a whole answer (or an error answer of a stream) */
@@ -204,19 +238,23 @@ typedef struct attempt {
                                                   node's closing comment; docs/node.md) */
     int64_t upstream_ttfb_us;   /* the node's time to its first body byte (see on_data) */
     bool capture;               /* a stored response's stream: kept in body too */
-    const struct router_caller *caller; /* capture: whose response it is, */
-    const json_t *resp_input;   /* the input it was given, */
-    bool stored;                /* and whether it is kept already (at its last event, before
+    const json_t *resp_input;   /* capture: the input it was given, */
+    atomic_bool stored;         /* and whether it is kept already (at its last event, before
                                    the client sees it: a GET right after finds it) */
+    bool storing;               /* a thread of its own keeps it (store_later) */
     size_t scanned;             /* capture: body bytes looked through for the last event */
     size_t last_event;          /* where it starts + 1 (0: not seen yet) */
-    const llmr_http_request *req; /* the client's (a whole answer: to see it leave) */
-    const char *node_id;        /* the node tried now */
-} attempt;
+    const char *node_id;        /* the node tried now (t.id) */
+    /* between the handler's thread and the loop's */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;        /* the try ended, or the loop took the request over */
+    bool finished, handed_off;
+    int refs;
+} proxied;
 
 /* What the request log learns of this try (llmr_http_note): the node, the usage,
  * and the time to the node's first byte. */
-static llmr_http_note attempt_note(const attempt *a, unsigned status)
+static llmr_http_note try_note(const proxied *a, unsigned status)
 {
     llmr_http_note note = {.node = a->node_id, .usage = true, .prompt_tokens = a->prompt_tokens,
                            .completion_tokens = a->completion_tokens,
@@ -225,14 +263,15 @@ static llmr_http_note attempt_note(const attempt *a, unsigned status)
     return note;
 }
 
-static bool stream_ended(attempt *a);
-static void store_captured(attempt *a);
+static bool stream_ended(proxied *a);
+static void store_captured(proxied *a);
+static bool store_later(proxied *a);
 
 /* A captured stream before its last event keeps only its last CAPTURE_TAIL bytes (room
  * for the start of that event's line, should it come across two pieces), so a long
  * stream costs the router the size of its last event, not of the whole stream. */
 #define CAPTURE_TAIL 64u
-static void keep_tail(attempt *a)
+static void keep_tail(proxied *a)
 {
     memmove(a->body.data, a->body.data + a->body.len - CAPTURE_TAIL, CAPTURE_TAIL);
     a->body.len = CAPTURE_TAIL;
@@ -241,7 +280,7 @@ static void keep_tail(attempt *a)
 }
 
 /* The usage object in text, if any. */
-static void read_usage(attempt *a, const char *text, size_t len)
+static void read_usage(proxied *a, const char *text, size_t len)
 {
     static const char key[] = "\"usage\":{\"prompt_tokens\":";
     const char *u = memmem(text, len, key, sizeof key - 1);
@@ -252,16 +291,18 @@ static void read_usage(attempt *a, const char *text, size_t len)
     }
 }
 
+/* A stream's client left (the server's thread): the loop stops the transfer now. */
 static void client_gone(void *user)
 {
-    attempt *a = user;
+    proxied *a = user;
     atomic_store(&a->gone, true);
+    router_upstream_wake(a->r->upstream);
 }
 
 /* The node's part of the time to first byte, for `llmr bench router` (docs/router.md,
  * "Load benchmark"): from the connection to the node being ready to send (curl's
  * pretransfer time, so the connect counts as the router's) to its first body byte. */
-static void upstream_ttfb(attempt *a)
+static void upstream_ttfb(proxied *a)
 {
     curl_off_t pre_us = 0;
     curl_easy_getinfo(a->curl, CURLINFO_PRETRANSFER_TIME_T, &pre_us);
@@ -269,7 +310,7 @@ static void upstream_ttfb(attempt *a)
     a->upstream_ttfb_us = us > 0 ? us : 0;
 }
 
-static void add_upstream_header(attempt *a)
+static void add_upstream_header(proxied *a)
 {
     char v[24];
     snprintf(v, sizeof v, "%lld", (long long)a->upstream_ttfb_us);
@@ -279,7 +320,7 @@ static void add_upstream_header(attempt *a)
 /* What a Responses stream told so far, for the event that ends it if it is cut: the
  * response's id (from response.created) and the highest sequence_number.  Looks at each
  * piece alone: a number cut between two pieces is missed, and the next event's counts. */
-static void note_response_events(attempt *a, const char *data, size_t n)
+static void note_response_events(proxied *a, const char *data, size_t n)
 {
     static const char seq_key[] = "\"sequence_number\":", id_key[] = "\"response\":{\"id\":\"";
     for (const char *p = data, *end = data + n; p < end;) {
@@ -315,7 +356,7 @@ static void note_response_events(attempt *a, const char *data, size_t n)
 }
 
 /* The response.failed event that ends a cut Responses stream. */
-static json_t *response_failed_event(const attempt *a, const llmr_oai_error *e)
+static json_t *response_failed_event(const proxied *a, const llmr_oai_error *e)
 {
     json_t *err = llmr_oai_error_json(e); /* {"error": {message, type, param, code}} */
     json_t *inner = json_object_get(err, "error");
@@ -331,7 +372,7 @@ static json_t *response_failed_event(const attempt *a, const llmr_oai_error *e)
 
 static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
 {
-    attempt *a = user;
+    proxied *a = user;
     size_t n = size * nmemb;
     if (!a->received) {
         a->first_ns = llmr_now_ns();
@@ -344,15 +385,22 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
         if (!a->out) {
             add_upstream_header(a);
             a->out = llmr_http_reply_stream(a->reply, 200, "text/event-stream", client_gone, a);
-            router_job_replied(a->job); /* the server sends the stream from now on */
+            if (a->out) { /* the server sends the stream from now on: the loop ends it */
+                pthread_mutex_lock(&a->lock);
+                a->handed_off = true;
+                pthread_cond_broadcast(&a->cond);
+                pthread_mutex_unlock(&a->lock);
+            }
         }
         if (a->capture && a->body.len + n <= MAX_NODE_RESPONSE)
             llmr_strbuf_append(&a->body, data, n);
         else
             a->capture = false; /* too long to keep */
-        if (a->capture && !a->stored && stream_ended(a))
+        if (a->capture && !atomic_load(&a->stored) && !a->storing && stream_ended(a)) {
+            if (store_later(a))
+                return CURL_WRITEFUNC_PAUSE; /* this piece comes again once it is kept */
             store_captured(a);
-        else if (a->capture && !a->last_event && a->body.len > CAPTURE_TAIL * 2)
+        } else if (a->capture && !a->last_event && a->body.len > CAPTURE_TAIL * 2)
             keep_tail(a); /* only the last event is kept: what came before it goes */
         if (!a->out || atomic_load(&a->gone) || !llmr_http_stream_write(a->out, data, n))
             return 0; /* the client has gone: drop the node's connection (it cancels) */
@@ -372,21 +420,60 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *user)
 static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     (void)dt, (void)dn, (void)ut, (void)un;
-    attempt *a = user;
-    /* the client of a whole answer that left: the node's connection closes, which
-     * cancels the request there (a stream's client is seen leaving by its writes) */
-    if (!a->stream && !atomic_load(&a->gone) && llmr_http_request_client_gone(a->req))
-        atomic_store(&a->gone, true);
+    proxied *a = user;
     return atomic_load(&a->gone) || atomic_load(&a->r->stopping) ? 1 : 0;
 }
 
-/* Sends the request to the node, with the node's credential (its secret from its
- * registration), to the address its URL was checked at.  true: answered (the reply or
- * the stream is done); false: the node failed before its first byte (try another). */
-static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_request *req, long *status_out)
+/* The loop asks (router_upstream.h): true stops the transfer, which closes the node's
+ * connection and so cancels the request there.  Before the answer is the client's, its
+ * handler waits, so its connection may be looked at (a stream's client is seen leaving
+ * by client_gone afterwards). */
+static bool on_cancel(void *user)
 {
+    proxied *a = user;
+    if (!a->out && !atomic_load(&a->gone) && llmr_http_request_client_gone(a->req))
+        atomic_store(&a->gone, true);
+    return atomic_load(&a->gone) || atomic_load(&a->r->stopping);
+}
+
+static void proxied_unref(proxied *a);
+static void stream_finish(proxied *a);
+
+/* The loop's: the try's transfer ended.  Before the hand-over the handler's thread goes
+ * on (try_end); after it the loop ends the request here. */
+static void on_done(void *user, CURL *easy, CURLcode rc)
+{
+    proxied *a = user;
+    long status = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(easy);
+    curl_slist_free_all(a->headers);
+    curl_slist_free_all(a->pin);
+    a->headers = a->pin = NULL;
+    a->curl = NULL;
+    a->rc = rc;
+    a->node_status = status;
+    pthread_mutex_lock(&a->lock);
+    bool ours = a->handed_off;
+    a->finished = true;
+    pthread_cond_broadcast(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+    if (ours) {
+        llmr_log_set_request_id(a->request_id);
+        stream_finish(a);
+        llmr_log_set_request_id(NULL);
+    }
+    proxied_unref(a);
+}
+
+/* Starts a try: the request to the node, with the node's credential (its secret from
+ * its registration), to the address its URL was checked at, on the transfer loop.
+ * false: it could not start (the node counts as failed before its first byte). */
+static bool try_start(proxied *a)
+{
+    const llmr_node_target *t = &a->t;
     char target[600];
-    snprintf(target, sizeof target, "%s%s", t->url, req->path);
+    snprintf(target, sizeof target, "%s%s", t->url, a->path);
     CURL *c = llmr_curl_new();
     if (!c)
         return false;
@@ -403,14 +490,16 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
     /* a node answers; it never sends the router elsewhere */
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     char rid[LLMR_REQUEST_ID_MAX + 32];
-    if (req->request_id && *req->request_id) { /* the node logs the request under the same id */
-        snprintf(rid, sizeof rid, "x-request-id: %s", req->request_id);
+    if (*a->request_id) { /* the node logs the request under the same id */
+        snprintf(rid, sizeof rid, "x-request-id: %s", a->request_id);
         h = curl_slist_append(h, rid);
     }
+    a->headers = h;
+    a->pin = pin;
     curl_easy_setopt(c, CURLOPT_URL, target);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, a->send_body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)a->send_len);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
@@ -421,58 +510,57 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     a->t0_ns = llmr_now_ns();
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    *status_out = status;
+    pthread_mutex_lock(&a->lock);
+    a->finished = false;
+    a->refs++; /* the transfer's */
+    pthread_mutex_unlock(&a->lock);
+    if (router_upstream_add(a->r->upstream, c, on_done, on_cancel, a))
+        return true;
+    pthread_mutex_lock(&a->lock);
+    a->refs--;
+    pthread_mutex_unlock(&a->lock);
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
     curl_slist_free_all(pin);
+    a->headers = a->pin = NULL;
     a->curl = NULL;
-    bool answered = true;
-    if (a->out) { /* the stream is the client's already: end it, with an error event if cut */
-        if (rc != CURLE_OK && !atomic_load(&a->gone)) {
-            llmr_oai_error e;
-            if (atomic_load(&a->r->stopping))
-                llmr_oai_error_set(&e, 503, "server_error", "server_shutting_down", NULL,
-                                   "The router is shutting down: this answer was cut before its end.");
-            else
-                llmr_oai_error_set(&e, 502, "server_error", "node_failed", NULL,
-                                   "The node serving this request failed mid-stream (%s).", curl_easy_strerror(rc));
-            json_t *j = a->responses ? response_failed_event(a, &e) : llmr_oai_error_json(&e);
-            llmr_strbuf sb = LLMR_STRBUF_INIT;
-            if (a->responses) { /* the Responses API's last event; it has no [DONE] */
-                char *text = json_dumps(j, JSON_COMPACT);
-                llmr_strbuf_printf(&sb, "event: response.failed\ndata: %s\n\n", text ? text : "{}");
-                free(text);
-            } else {
-                llmr_oai_sse_data(&sb, j);
-                llmr_oai_sse_done(&sb);
-            }
-            llmr_http_stream_write(a->out, sb.data, sb.len);
-            llmr_strbuf_free(&sb);
-            json_decref(j);
-            *status_out = 502;
-        }
-        llmr_http_note note = attempt_note(a, *status_out == 502 ? 502 : 0);
-        llmr_http_stream_note(a->out, &note);
-        llmr_http_stream_end(a->out);
-    } else if (atomic_load(&a->gone)) { /* nobody reads it: what the log records */
+    return false;
+}
+
+/* The handler's thread: waits until the try ended (false) or the loop took the request
+ * over at a stream's first byte (true: the handler returns, a is not used after). */
+static bool try_wait(proxied *a)
+{
+    pthread_mutex_lock(&a->lock);
+    while (!a->finished && !a->handed_off)
+        pthread_cond_wait(&a->cond, &a->lock);
+    bool off = a->handed_off;
+    pthread_mutex_unlock(&a->lock);
+    return off;
+}
+
+/* The handler's thread, after a try that ended before the answer was the client's:
+ * true when answered (a whole answer, or an error, replied); false when the node failed
+ * before its first byte (try another). */
+static bool try_end(proxied *a)
+{
+    CURLcode rc = a->rc;
+    long status = a->node_status;
+    a->status = status;
+    if (atomic_load(&a->gone)) { /* nobody reads it: what the log records */
         router_error(a->reply, 499, "invalid_request_error", "client_closed",
                      "The client closed the connection before the answer was ready.");
-        *status_out = 499;
+        a->status = 499;
     } else if ((rc != CURLE_OK && !a->received) || status == 0 || status == 502) {
-        if (a->too_big) {
-            router_error(a->reply, 502, "server_error", "node_failed", "The node's answer was larger than %u MiB.",
-                         MAX_NODE_RESPONSE >> 20);
-            *status_out = 502;
-        } else {
-            answered = false; /* before the first byte of an answer: another node may */
-        }
+        if (!a->too_big)
+            return false; /* before the first byte of an answer: another node may */
+        router_error(a->reply, 502, "server_error", "node_failed", "The node's answer was larger than %u MiB.",
+                     MAX_NODE_RESPONSE >> 20);
+        a->status = 502;
     } else if (rc != CURLE_OK && atomic_load(&a->r->stopping)) { /* cut: not a whole answer */
         router_error(a->reply, 503, "server_error", "server_shutting_down",
                      "The router is shutting down: this answer was cut before its end.");
-        *status_out = 503;
+        a->status = 503;
     } else {
         read_usage(a, llmr_strbuf_cstr(&a->body), a->body.len);
         if (a->received)
@@ -480,7 +568,45 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
         llmr_http_reply_text(a->reply, (unsigned)status, "application/json", llmr_strbuf_cstr(&a->body),
                              a->body.len);
     }
-    return answered;
+    return true;
+}
+
+static void proxy_end(proxied *a);
+
+/* The loop's thread, at the end of a stream the client has: with an error event when
+ * the node's answer was cut (the Responses API's response.failed), then the request
+ * log's note, the node's slot back, and the request's end. */
+static void stream_finish(proxied *a)
+{
+    a->status = a->node_status;
+    if (a->rc != CURLE_OK && !atomic_load(&a->gone)) {
+        llmr_oai_error e;
+        if (atomic_load(&a->r->stopping))
+            llmr_oai_error_set(&e, 503, "server_error", "server_shutting_down", NULL,
+                               "The router is shutting down: this answer was cut before its end.");
+        else
+            llmr_oai_error_set(&e, 502, "server_error", "node_failed", NULL,
+                               "The node serving this request failed mid-stream (%s).", curl_easy_strerror(a->rc));
+        json_t *j = a->responses ? response_failed_event(a, &e) : llmr_oai_error_json(&e);
+        llmr_strbuf sb = LLMR_STRBUF_INIT;
+        if (a->responses) { /* the Responses API's last event; it has no [DONE] */
+            char *text = json_dumps(j, JSON_COMPACT);
+            llmr_strbuf_printf(&sb, "event: response.failed\ndata: %s\n\n", text ? text : "{}");
+            free(text);
+        } else {
+            llmr_oai_sse_data(&sb, j);
+            llmr_oai_sse_done(&sb);
+        }
+        llmr_http_stream_write(a->out, sb.data, sb.len);
+        llmr_strbuf_free(&sb);
+        json_decref(j);
+        a->status = 502;
+    }
+    llmr_http_note note = try_note(a, a->status == 502 ? 502 : 0);
+    llmr_http_stream_note(a->out, &note);
+    llmr_http_stream_end(a->out);
+    release(a->r, a->t.id, a->received ? (double)(a->first_ns - a->t0_ns) / 1e6 : -1);
+    proxy_end(a);
 }
 
 /* ---- the OpenAI endpoints ------------------------------------------------------------------ */
@@ -489,7 +615,7 @@ static bool try_node(attempt *a, const llmr_node_target *t, const llmr_http_requ
 
 /* The response object a node answered with: the body, or a stream's last
  * response.completed / response.incomplete event.  A new reference, or NULL. */
-static json_t *answered_response(const attempt *a)
+static json_t *answered_response(const proxied *a)
 {
     const char *text = llmr_strbuf_cstr(&a->body);
     if (!a->stream)
@@ -512,7 +638,7 @@ static json_t *answered_response(const attempt *a)
 /* Whether the captured stream holds its last event whole (response.completed or
  * response.incomplete, its data line ended).  Looks only at what came since the last
  * call (and a key's length before it, for a key across two pieces). */
-static bool stream_ended(attempt *a)
+static bool stream_ended(proxied *a)
 {
     const char *text = llmr_strbuf_cstr(&a->body);
     const char *keys[] = {"event: response.completed\ndata: ", "event: response.incomplete\ndata: "};
@@ -530,18 +656,59 @@ static bool stream_ended(attempt *a)
     return a->last_event && strstr(text + end_from, "\n\n") != NULL;
 }
 
-static void store_response(llmr_router *r, const router_caller *c, const attempt *a, const json_t *input,
+static void store_response(llmr_router *r, const router_caller *c, const proxied *a, const json_t *input,
                            uint32_t *prompt_tokens, uint32_t *completion_tokens, bool store);
 
-static void store_captured(attempt *a)
+static void store_captured(proxied *a)
 {
     store_response(a->r, a->caller, a, a->resp_input, &a->prompt_tokens, &a->completion_tokens, true);
-    a->stored = true;
+    atomic_store(&a->stored, true);
+}
+
+static void proxied_unref(proxied *a);
+
+static void *store_main(void *arg)
+{
+    proxied *a = arg;
+    llmr_router *r = a->r;
+    llmr_log_set_request_id(a->request_id);
+    store_captured(a);
+    llmr_log_set_request_id(NULL);
+    router_upstream_resume(r->upstream, a);
+    proxied_unref(a);
+    router_jobs_end(r); /* r is not used after */
+    return NULL;
+}
+
+/* A stored response's stream at its last event (on the loop's thread): the store writes
+ * to disk, which the loop must not wait for, so a thread of its own keeps the response
+ * while the transfer pauses; then the loop resumes it and the last event reaches the
+ * client.  The thread counts as a job (the store stays open for it).  false: no thread
+ * (the caller keeps it itself). */
+static bool store_later(proxied *a)
+{
+    pthread_mutex_lock(&a->lock);
+    a->refs++;
+    pthread_mutex_unlock(&a->lock);
+    router_jobs_begin(a->r);
+    a->storing = true;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, store_main, a);
+    pthread_attr_destroy(&attr);
+    if (rc == 0)
+        return true;
+    a->storing = false;
+    router_jobs_end(a->r);
+    proxied_unref(a); /* not the last: the transfer holds it */
+    return false;
 }
 
 /* Keeps the response a node answered (a whole body or a stream's last event), with the
  * input it was given, for the caller's key. */
-static void store_response(llmr_router *r, const router_caller *c, const attempt *a, const json_t *input,
+static void store_response(llmr_router *r, const router_caller *c, const proxied *a, const json_t *input,
                            uint32_t *prompt_tokens, uint32_t *completion_tokens, bool store)
 {
     json_t *resp = answered_response(a);
@@ -655,71 +822,106 @@ static bool admit(llmr_router *r, const router_caller *c, llmr_http_reply *reply
     return false;
 }
 
-static void proxy_limited(llmr_router *r, const router_caller *c, const llmr_http_request *req,
-                          llmr_http_reply *reply, router_job *job, int kind_arg, uint64_t *tokens);
-
-/* One request (a job: router_jobs.c) under its key's limits. */
-static void proxy(llmr_router *r, const router_caller *c, const llmr_http_request *req, llmr_http_reply *reply,
-                  router_job *job, int kind_arg)
+static char *copy_text(const char *text, size_t n)
 {
-    if (!admit(r, c, reply))
-        return;
-    uint64_t tokens = 0;
-    proxy_limited(r, c, req, reply, job, kind_arg, &tokens);
-    router_limits_done(r->limits, c->key_id, tokens, router_now_ms());
+    char *d = malloc(n + 1);
+    if (d) {
+        if (n)
+            memcpy(d, text, n);
+        d[n] = 0;
+    }
+    return d;
 }
 
-/* One request, from its check to its log entry; *tokens gets its usage. */
-static void proxy_limited(llmr_router *r, const router_caller *c, const llmr_http_request *req,
-                          llmr_http_reply *reply, router_job *job, int kind_arg, uint64_t *tokens)
+/* A request's state, held by its handler (NULL when out of memory). */
+static proxied *proxied_new(llmr_router *r, const router_caller *c, const llmr_http_request *req,
+                            llmr_http_reply *reply, bool responses_api)
 {
-    bool responses = kind_arg == KIND_RESPONSES;
-    llmr_oai_kind kind = responses ? LLMR_OAI_CHAT : (llmr_oai_kind)kind_arg;
-    llmr_oai_request q;
-    llmr_oai_responses rs; /* responses: q is its chat request, moved out */
-    memset(&rs, 0, sizeof rs);
-    char *chained_body = NULL;
+    proxied *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->r = r;
+    a->reply = reply;
+    a->req = req;
+    a->own_caller = (router_caller){c->scopes, c->key_id ? strdup(c->key_id) : NULL, c->limits};
+    a->caller = &a->own_caller;
+    a->path = copy_text(req->path, strlen(req->path));
+    a->request_id = copy_text(req->request_id ? req->request_id : "", req->request_id ? strlen(req->request_id) : 0);
+    a->responses_api = responses_api;
+    a->seq = -1;
+    a->node_id = a->t.id;
+    a->refs = 1;
+    llmr_strbuf_init(&a->body);
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->cond, NULL);
+    if (!a->path || !a->request_id || (c->key_id && !a->own_caller.key_id)) {
+        proxied_unref(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void proxied_unref(proxied *a)
+{
+    pthread_mutex_lock(&a->lock);
+    bool last = --a->refs == 0;
+    pthread_mutex_unlock(&a->lock);
+    if (!last)
+        return;
+    llmr_strbuf_free(&a->body);
+    memset(a->t.secret, 0, sizeof a->t.secret);
+    free(a->chained_body);
+    free(a->rendered_body);
+    free(a->body_copy);
+    free(a->path);
+    free(a->request_id);
+    free(a->own_caller.key_id);
+    llmr_store_model_free(&a->m);
+    llmr_oai_request_free(&a->q);
+    llmr_oai_responses_free(&a->rs);
+    pthread_mutex_destroy(&a->lock);
+    pthread_cond_destroy(&a->cond);
+    free(a);
+}
+
+/* The request checked, its model looked up, a chat rendered: what goes to the node
+ * (send_body).  false when the reply (an error) is sent. */
+static bool prepare(proxied *a, const llmr_http_request *req, llmr_oai_kind kind)
+{
+    llmr_router *r = a->r;
+    llmr_http_reply *reply = a->reply;
     llmr_oai_error e;
     memset(&e, 0, sizeof e);
-    if (responses) {
-        if (!read_responses(r, c, req, &rs, &chained_body, reply))
-            return;
-        q = rs.chat;
-        memset(&rs.chat, 0, sizeof rs.chat);
-    } else if (!llmr_oai_parse(kind, req->body, req->body_len, &q, &e)) {
+    if (a->responses_api) {
+        if (!read_responses(r, a->caller, req, &a->rs, &a->chained_body, reply))
+            return false;
+        a->q = a->rs.chat;
+        memset(&a->rs.chat, 0, sizeof a->rs.chat);
+    } else if (!llmr_oai_parse(kind, req->body, req->body_len, &a->q, &e)) {
         llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
-        return;
+        return false;
     }
-    llmr_http_reply_note(reply, &(llmr_http_note){.model = q.model});
-    llmr_store_model m = {0};
-    llmr_strbuf err = LLMR_STRBUF_INIT;
-    llmr_node_target t;
-    memset(&t, 0, sizeof t);
-    char *id = t.id;
-    const char *tried[MAX_TRIES];
-    char tried_ids[MAX_TRIES][32];
-    size_t n_tried = 0;
-    long status = 0;
-    double ttft_ms = -1;
-    uint32_t prompt_tokens = 0, completion_tokens = 0;
+    llmr_oai_request *q = &a->q;
+    llmr_http_reply_note(reply, &(llmr_http_note){.model = q->model});
     llmr_http_request fwd = *req; /* what goes to the node */
-    if (chained_body) {
-        fwd.body = chained_body;
-        fwd.body_len = strlen(chained_body);
+    if (a->chained_body) {
+        fwd.body = a->chained_body;
+        fwd.body_len = strlen(a->chained_body);
     }
-    char *rendered_body = NULL;
-    if (llmr_store_model_get(r->store, q.model, &m, &err) != LLMR_OK) {
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_status st = llmr_store_model_get(r->store, q->model, &a->m, &err);
+    llmr_strbuf_free(&err);
+    if (st != LLMR_OK) {
         router_error(reply, 404, "invalid_request_error", "model_not_found",
-                     "The model '%s' does not exist (GET /v1/models lists them).", q.model);
-        status = 404;
-        goto done;
+                     "The model '%s' does not exist (GET /v1/models lists them).", q->model);
+        return false;
     }
     /* a chat goes to the node rendered, with the model's chat format (router_render.c) */
-    if (kind == LLMR_OAI_CHAT && router_chat_renders(&m)) {
+    if (kind == LLMR_OAI_CHAT && router_chat_renders(&a->m)) {
         llmr_strbuf prompt = LLMR_STRBUF_INIT;
         llmr_text_spans spans = LLMR_TEXT_SPANS_INIT;
-        bool ok = router_render_chat(r, &m, &q, &prompt, &spans, &e);
-        if (ok && !router_render_body(&fwd, llmr_strbuf_cstr(&prompt), prompt.len, &spans, &rendered_body,
+        bool ok = router_render_chat(r, &a->m, q, &prompt, &spans, &e);
+        if (ok && !router_render_body(&fwd, llmr_strbuf_cstr(&prompt), prompt.len, &spans, &a->rendered_body,
                                       &fwd.body_len)) {
             ok = false;
             llmr_oai_error_set(&e, 500, "server_error", NULL, NULL, "out of memory rendering the prompt");
@@ -728,80 +930,117 @@ static void proxy_limited(llmr_router *r, const router_caller *c, const llmr_htt
         llmr_text_spans_free(&spans);
         if (!ok) {
             llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
-            status = e.status;
-            goto done;
+            return false;
         }
-        fwd.body = rendered_body;
-    } else if (kind == LLMR_OAI_CHAT && q.prompt && !router_unrendered_body(&fwd, &rendered_body, &fwd.body_len)) {
+        fwd.body = a->rendered_body;
+    } else if (kind == LLMR_OAI_CHAT && q->prompt &&
+               !router_unrendered_body(&fwd, &a->rendered_body, &fwd.body_len)) {
         router_error(reply, 500, "server_error", NULL, "out of memory");
-        status = 500;
-        goto done;
-    } else if (rendered_body) {
-        fwd.body = rendered_body;
+        return false;
+    } else if (a->rendered_body) {
+        fwd.body = a->rendered_body;
     }
-    attempt a;
-    memset(&a, 0, sizeof a);
-    a.r = r;
-    a.reply = reply;
-    a.job = job;
-    a.stream = q.stream;
-    a.capture = responses && rs.store;
-    a.responses = responses && q.stream;
-    a.seq = -1;
-    a.caller = c;
-    a.resp_input = rs.input;
-    a.req = req;
-    a.node_id = id;
-    llmr_strbuf_init(&a.body);
+    if (fwd.body == req->body) { /* the client's: a copy, which outlives the handler */
+        a->body_copy = copy_text(req->body ? req->body : "", req->body ? req->body_len : 0);
+        if (!a->body_copy) {
+            router_error(reply, 500, "server_error", NULL, "out of memory");
+            return false;
+        }
+        fwd.body = a->body_copy;
+    }
+    a->send_body = fwd.body;
+    a->send_len = fwd.body_len;
+    a->stream = q->stream;
+    a->capture = a->responses_api && a->rs.store;
+    a->responses = a->responses_api && q->stream;
+    a->resp_input = a->rs.input;
+    a->prepared = true;
+    return true;
+}
+
+/* The end of a request (on its handler's thread, or the loop's for a stream it took
+ * over): a Responses answer stored, the request log's note of a whole answer, the key's
+ * limits told its usage, and the router's count of running requests. */
+static void proxy_end(proxied *a)
+{
+    llmr_router *r = a->r;
+    uint64_t tokens = 0;
+    if (a->prepared) {
+        uint32_t prompt_tokens = a->prompt_tokens, completion_tokens = a->completion_tokens;
+        if (a->responses_api && a->status == 200 && !atomic_load(&a->stored) && !a->storing &&
+            (a->capture || !a->stream))
+            store_response(r, a->caller, a, a->rs.input, &prompt_tokens, &completion_tokens, a->rs.store);
+        tokens = (uint64_t)prompt_tokens + completion_tokens;
+        if (!a->out) { /* a whole answer (a stream's record was noted at its end) */
+            a->prompt_tokens = prompt_tokens;
+            a->completion_tokens = completion_tokens;
+            llmr_http_note note = try_note(a, 0);
+            if (!a->t.id[0])
+                note.node = NULL;
+            llmr_http_reply_note(a->reply, &note);
+        }
+    }
+    router_limits_done(r->limits, a->caller->key_id, tokens, router_now_ms());
+    router_jobs_end(r); /* r is not used after: llmr_router_stop may go on */
+}
+
+/* One request, on its handler's thread, under its key's limits: its check, then its
+ * tries (a node from the wait queue, the transfer on the loop) until one answers or the
+ * loop takes a stream over. */
+static void proxy(llmr_router *r, const router_caller *c, const llmr_http_request *req, llmr_http_reply *reply,
+                  int kind_arg)
+{
+    if (!admit(r, c, reply))
+        return;
+    router_jobs_begin(r);
+    bool responses = kind_arg == KIND_RESPONSES;
+    proxied *a = proxied_new(r, c, req, reply, responses);
+    if (!a) {
+        router_error(reply, 503, "server_error", "out_of_memory", "The router is out of memory; try again.");
+        router_limits_done(r->limits, c->key_id, 0, router_now_ms());
+        router_jobs_end(r);
+        return;
+    }
+    if (!prepare(a, req, responses ? LLMR_OAI_CHAT : (llmr_oai_kind)kind_arg)) {
+        proxy_end(a);
+        proxied_unref(a);
+        return;
+    }
     for (;;) {
-        unsigned refused = acquire(r, req, q.model, tried, n_tried, &t, reply);
+        unsigned refused = acquire(r, req, a->q.model, a->tried, a->n_tried, &a->t, reply);
         if (refused) {
-            status = refused;
-            id[0] = 0;
+            a->status = refused;
+            a->t.id[0] = 0;
             break;
         }
-        bool answered = try_node(&a, &t, &fwd, &status);
-        ttft_ms = a.received ? (double)(a.first_ns - a.t0_ns) / 1e6 : -1;
-        release(r, id, ttft_ms);
+        a->received = 0;
+        a->too_big = false;
+        bool started = try_start(a);
+        if (started && try_wait(a)) { /* a stream the loop ends */
+            proxied_unref(a);
+            return;
+        }
+        bool answered = started && try_end(a);
+        release(r, a->t.id, a->received ? (double)(a->first_ns - a->t0_ns) / 1e6 : -1);
         if (answered)
             break;
-        llmr_log_warn(COMPONENT, "node %s failed before answering a %s request; trying another", id, q.model);
-        llmr_node_registry_mark_unreachable(r->nodes, id, router_now_ms());
-        snprintf(tried_ids[n_tried], sizeof tried_ids[n_tried], "%s", id);
-        tried[n_tried] = tried_ids[n_tried];
-        n_tried++;
-        llmr_strbuf_reset(&a.body);
-        a.received = 0;
-        a.capture = responses && rs.store;
-        if (n_tried == MAX_TRIES) {
+        llmr_log_warn(COMPONENT, "node %s failed before answering a %s request; trying another", a->t.id,
+                      a->q.model);
+        llmr_node_registry_mark_unreachable(r->nodes, a->t.id, router_now_ms());
+        snprintf(a->tried_ids[a->n_tried], sizeof a->tried_ids[a->n_tried], "%s", a->t.id);
+        a->tried[a->n_tried] = a->tried_ids[a->n_tried];
+        a->n_tried++;
+        llmr_strbuf_reset(&a->body);
+        a->capture = responses && a->rs.store;
+        if (a->n_tried == MAX_TRIES) {
             router_error(reply, 502, "server_error", "node_failed",
-                         "%zu nodes failed to answer this request; try again.", n_tried);
-            status = 502;
+                         "%zu nodes failed to answer this request; try again.", a->n_tried);
+            a->status = 502;
             break;
         }
     }
-    prompt_tokens = a.prompt_tokens;
-    completion_tokens = a.completion_tokens;
-    if (responses && status == 200 && !a.stored && (a.capture || !a.stream))
-        store_response(r, c, &a, rs.input, &prompt_tokens, &completion_tokens, rs.store);
-    *tokens = (uint64_t)prompt_tokens + completion_tokens;
-    if (!a.out) { /* a whole answer (a stream's record was noted at its end) */
-        a.prompt_tokens = prompt_tokens;
-        a.completion_tokens = completion_tokens;
-        llmr_http_note note = attempt_note(&a, 0);
-        if (!id[0])
-            note.node = NULL;
-        llmr_http_reply_note(reply, &note);
-    }
-    llmr_strbuf_free(&a.body);
-    memset(t.secret, 0, sizeof t.secret);
-done:
-    free(rendered_body);
-    llmr_store_model_free(&m);
-    llmr_strbuf_free(&err);
-    llmr_oai_request_free(&q);
-    llmr_oai_responses_free(&rs);
-    free(chained_body);
+    proxy_end(a);
+    proxied_unref(a);
 }
 
 bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_request *req,
@@ -847,7 +1086,6 @@ bool router_proxy_route(llmr_router *r, const router_caller *c, const llmr_http_
     if (i == 0)
         v1_models(r, reply);
     else
-        router_job_run(r, c, req, reply, proxy,
-                       i == 1 ? LLMR_OAI_CHAT : i == 2 ? LLMR_OAI_COMPLETION : KIND_RESPONSES);
+        proxy(r, c, req, reply, i == 1 ? LLMR_OAI_CHAT : i == 2 ? LLMR_OAI_COMPLETION : KIND_RESPONSES);
     return true;
 }

@@ -3,8 +3,9 @@
 # started by the bench, 20 streamed requests in flight through the router; the counts
 # of the JSON report make sense (every request ok, a router-added latency for each,
 # the node's time to first byte at least the engine's token delay, so the bench's
-# --engine-options reached the engine).  Slow streams pass the router as they come
-# (their first bytes are not held until the end).  Then one node is SIGKILLed mid-run: every
+# --engine-options reached the engine; the router process's peak threads and memory).  Slow streams pass the router as they come
+# (their first bytes are not held until the end).  100 streams in flight hold far fewer
+# router threads than 100 (a running stream costs no thread).  Then one node is SIGKILLed mid-run: every
 # stream in flight finishes or ends with an error event and [DONE] (some do end so),
 # every request started after the kill succeeds.  Also: usage errors, and a node that
 # refuses engine options that are not a JSON object.
@@ -35,7 +36,10 @@ code=$?
 [[ $(field "$tmp/plain.json" 'r["node_ttfb_us"]["p50"] >= 1000') == True ]] ||
   fail "the node's TTFB holds the token delay (--engine-options reached the engine): $(cat "$tmp/plain.json")"
 [[ $(field "$tmp/plain.json" 'r["passed"] and "goal_met" in r') == True ]] || fail "a plain run passes: $(cat "$tmp/plain.json")"
+[[ $(field "$tmp/plain.json" 'r["router_process"]["threads_peak"] > 1 and r["router_process"]["rss_peak_kib"] > 1000') == True ]] ||
+  fail "the report has the router process's peak threads and memory: $(cat "$tmp/plain.json")"
 has "$(cat "$tmp/plain.err")" "router-added" "the table is printed on stderr with --json"
+has "$(cat "$tmp/plain.err")" "threads at peak" "the table has the router's threads"
 has "$(cat "$tmp/plain.err")" "done," "progress is shown"
 
 # --- the router streams: with 8 tokens 150 ms apart, a router that held the answer
@@ -46,6 +50,15 @@ code=$?
 [[ $code -eq 0 ]] || { fail "a run of slow streams: exit $code: $(tail -20 "$tmp/slow.err")"; show_logs; }
 [[ $(field "$tmp/slow.json" 'r["ok"] > 0 and r["router_added_us"]["max"] < 500000') == True ]] ||
   fail "the first bytes pass the router as the node sends them: $(cat "$tmp/slow.json")"
+
+# --- a running stream costs the router no thread (its transfer runs on the router's
+# transfer loop): 100 streams of a second each, and far fewer threads than streams
+"$LLMR" bench router --concurrency 100 --duration 2 --nodes 1 --tokens 40 --token-delay-us 25000 --json \
+  >"$tmp/threads.json" 2>"$tmp/threads.err"
+code=$?
+[[ $code -eq 0 ]] || { fail "a run of 100 streams: exit $code: $(tail -20 "$tmp/threads.err")"; show_logs; }
+[[ $(field "$tmp/threads.json" 'r["ok"] > 100 and 1 < r["router_process"]["threads_peak"] < 50') == True ]] ||
+  fail "100 streams run on far fewer router threads: $(cat "$tmp/threads.json")"
 
 # --- a node killed mid-run: streams of 100 ms, so that the kill finds most of those on
 # the node past their first byte (before it, the router retries them elsewhere), even
