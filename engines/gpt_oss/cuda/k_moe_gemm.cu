@@ -4,12 +4,16 @@
  * as B.
  *
  * A block takes 128 weight rows (output features, 16 per warp) of one expert against up
- * to TN of its rows (tokens).  K flows through a cp.async pipeline in steps of MG_BK:
- * the weights' raw bytes and the tokens' fp16 rows; the block's scales for all of K come
- * with the first step.  Steps of 320 (ten MXFP4 groups, 160 bytes of each weight row, 3
- * stages) where K allows, as gpt-oss's 2880 does, else 64 (8 stages): the memory gives
- * runs of 160 bytes of a row faster than runs of 32 (on an H100, 9.5% less time at 64
- * sequences; BENCHMARKS.md).  Each lane decodes its own words: rows g and g + 8 of its
+ * to TN of its rows (tokens).  K flows through a cp.async pipeline of ST stages of
+ * MG_BK: the weights' raw bytes and the tokens' fp16 rows, each thread's share of a
+ * stage fixed for the whole of K (no index arithmetic a stage); the block's scales for
+ * all of K come with the first step.  For gpt-oss's K of 2880, 16 token rows take two
+ * stages of 320 (ten MXFP4 groups, 160 bytes of each weight row) and 32 token rows two of
+ * 160, small enough for three blocks an SM (MINB), which hide the decode's latencies
+ * better than two blocks of three stages (on an H100 at 64 sequences 141 + 85 us against
+ * 162 + 97); other K, steps of 64 (8 stages).  Runs of 160 bytes of a row come from
+ * memory faster than runs of 32 (9.5% less time at 64 sequences; BENCHMARKS.md).
+ * Each lane decodes its own words: rows g and g + 8 of its
  * warp, the 4-byte word t of each group (8 E2M1 values to fp16 by byte permutes,
  * unscaled: e2m1x8_to_half2_pairs), which are its A fragments as they are (the order of
  * k within a fragment is free when B follows it: lane t takes values 8t..8t+7 of a group
@@ -23,8 +27,8 @@
  * sequences, 199 against 256 at 64; but 413 against 341 at 256 (32 rows an expert,
  * TN 32), where the tiles stayed.  Since the decode takes 13 instructions for 8 values
  * instead of 21 (and the tokens no permutes), an H100 at 64 sequences gives 154 + 94 us
- * instead of 172 + 103, and TN 32 (two stages, for two blocks an SM) beats the 32-row
- * tile at 16 rows an expert (221 against 247 us), so it serves up to 24.  The epilogue
+ * instead of 172 + 103, and TN 32 beats the 32-row tile at 16 rows an expert (199 + 121
+ * against 246 + 140 us), so it serves up to 24.  The epilogue
  * is the grouped GEMM's (k_gemm.cu): plus the bias, then C fp32 or the clamped SwiGLU of
  * (gate, up) feature pairs as fp16 (the pair's partner is the next lane group's row,
  * fetched by a shuffle).
@@ -46,19 +50,20 @@ struct MoeArgs {
     float alpha, limit;
 };
 
-template <int TN, int ST, int MG_BK>
-__global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
+template <int TN, int ST, int MG_BK, int MINB = 2, bool PADX = true, bool PADW = true>
+__global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(MoeArgs p)
 {
-    /* shared rows padded so that a warp's reads meet no bank twice: the tokens' by 64 bytes
-     * modulo 128 (lanes g and g + 1 of a quarter warp read 16 bytes each at 4 offsets t),
-     * the weights' to 16 modulo 32 bytes (lanes g = 0..7 read 4 bytes each at 4 offsets t) */
-    constexpr int MG_LDX = MG_BK + 32;
-    constexpr int WLD = MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
+    /* shared rows padded (PADX, PADW) so that a warp's reads meet no bank twice: the
+     * tokens' by 64 bytes modulo 128 (lanes g and g + 1 of a quarter warp read 16 bytes
+     * each at 4 offsets t), the weights' to 16 modulo 32 bytes (lanes g = 0..7 read 4
+     * bytes each at 4 offsets t); unpadded weights cost 2-way conflicts and save shared
+     * memory where a third block an SM needs it */
+    constexpr int MG_LDX = PADX ? MG_BK + 32 : MG_BK + 8;
+    constexpr int WLD = PADW && MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
     constexpr int NT = TN / 8;          /* n8 tiles of tokens */
     constexpr int QB = MG_BK / 2;       /* raw bytes of a row's step */
-    constexpr int X_CHUNKS = TN * MG_BK / 8; /* 16-byte chunks of a token stage */
     extern __shared__ __align__(16) unsigned char smem[];
     f16 *Xs = reinterpret_cast<f16 *>(smem);                         /* [ST][TN][MG_LDX] */
     uint8_t *Wraw = reinterpret_cast<uint8_t *>(Xs + ST * TN * MG_LDX); /* [ST][MG_N][WLD] */
@@ -83,21 +88,28 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
             }
         }
     }
+    /* Each thread's share of a stage, fixed for the whole of K (so a stage costs a few
+     * cp.async and no index arithmetic): weight row tid / 2, its 16-byte chunks of parity
+     * tid % 2; token row tid / XT, its chunks tid % XT + XT j. */
+    constexpr int WC = QB / 16, XC = MG_BK / 8, XT = MG_THREADS / TN;
+    const uint32_t wrow = tid >> 1, wpar = tid & 1, xrow = tid / XT, xc0 = tid % XT;
+    const bool w_ok = n0 + wrow < N, x_ok = m0 + xrow < rows;
+    const uint8_t *w_src = p.blocks + ((size_t)e * N + (w_ok ? n0 + wrow : 0)) * (K / 2) + wpar * 16;
+    const f16 *x_src = p.A + (x_ok ? (p.a_rows ? (size_t)p.a_rows[slot0 + m0 + xrow] : (size_t)slot0 + m0 + xrow) : 0) * K +
+                       xc0 * 8;
     auto load_stage = [&](uint32_t kt, uint32_t stage) {
-        for (uint32_t i = tid; i < (uint32_t)X_CHUNKS; i += MG_THREADS) {
-            uint32_t r = i / (MG_BK / 8), col = (i % (MG_BK / 8)) * 8, m = m0 + r;
-            bool ok = m < rows;
-            size_t row = ok ? (p.a_rows ? (size_t)p.a_rows[slot0 + m] : (size_t)slot0 + m) : 0;
-            cp_async16(Xs + (stage * TN + r) * MG_LDX + col, p.A + row * K + kt * MG_BK + col, ok);
-        }
-        for (uint32_t i = tid; i < MG_N * QB / 16; i += MG_THREADS) {
-            uint32_t r = i / (QB / 16), j = i % (QB / 16), n = n0 + r;
-            bool ok = n < N;
-            const uint8_t *src = p.blocks + ((size_t)e * N + (ok ? n : 0)) * (K / 2) +
-                                 (size_t)kt * QB + j * 16;
-            cp_async16(Wraw + (stage * MG_N + r) * WLD + j * 16, src, ok);
-        }
+        f16 *xd = Xs + (stage * TN + xrow) * MG_LDX + xc0 * 8;
+#pragma unroll
+        for (int j = 0; j < (XC + XT - 1) / XT; j++)
+            if (xc0 + j * XT < (uint32_t)XC)
+                cp_async16(xd + j * XT * 8, x_src + kt * MG_BK + j * XT * 8, x_ok);
+        uint8_t *wd = Wraw + (stage * MG_N + wrow) * WLD + wpar * 16;
+#pragma unroll
+        for (int j = 0; j < (WC + 1) / 2; j++)
+            if (wpar + 2 * j < (uint32_t)WC)
+                cp_async16(wd + j * 32, w_src + (size_t)kt * QB + j * 32, w_ok);
     };
+    static_assert(MG_THREADS == 2 * MG_N && MG_THREADS % TN == 0, "the stage's shares");
 
     float acc[NT][4];
 #pragma unroll
@@ -171,27 +183,27 @@ __global__ void __launch_bounds__(MG_THREADS, 2) moe_gemm_kernel(MoeArgs p)
         }
 }
 
-template <int TN, int ST, int MG_BK>
+template <int TN, int ST, int MG_BK, int MINB, bool PADX, bool PADW>
 static size_t moe_smem_bytes(uint32_t K)
 {
-    constexpr size_t WLD = MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
-    return (size_t)ST * TN * (MG_BK + 32) * sizeof(f16) + (size_t)ST * MG_N * WLD + (size_t)MG_N * (K / 32);
+    constexpr size_t WLD = PADW && MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
+    return (size_t)ST * TN * (PADX ? MG_BK + 32 : MG_BK + 8) * sizeof(f16) + (size_t)ST * MG_N * WLD + (size_t)MG_N * (K / 32);
 }
 
-template <int TN, int ST, int BK>
+template <int TN, int ST, int BK, int MINB = 2, bool PADX = true, bool PADW = true>
 static cudaError_t moe_launch(const MoeArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
     static size_t configured;
-    size_t smem = moe_smem_bytes<TN, ST, BK>(a.K);
+    size_t smem = moe_smem_bytes<TN, ST, BK, MINB, PADX, PADW>(a.K);
     if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(moe_gemm_kernel<TN, ST, BK>,
+        cudaError_t err = cudaFuncSetAttribute(moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess)
             return err;
         configured = smem;
     }
     dim3 grid((a.N + MG_N - 1) / MG_N, (max_rows + TN - 1) / TN, E);
-    LAUNCH((moe_gemm_kernel<TN, ST, BK>), grid, MG_THREADS, smem, s, a);
+    LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW>), grid, MG_THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -205,12 +217,11 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
         (token_rows != 16 && token_rows != 32) || (token_rows == 32 && K % 320))
         return cudaErrorInvalidValue;
     MoeArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
-    /* 32 token rows: two stages of 320 keep two blocks an SM (the shared memory of three
-     * would not); on an H100 10% less time than the 32-row tile at 16 rows an expert */
+    /* 32 token rows: two stages of 160 for three blocks an SM */
     if (token_rows == 32)
-        return moe_launch<32, 2, 320>(a, E, max_rows, s);
+        return moe_launch<32, 2, 160, 3>(a, E, max_rows, s);
     /* steps of 320 (160 bytes of a row: gpt-oss's K of 2880) where K allows, else 64 */
-    if (K % 320 == 0)
-        return moe_launch<16, 3, 320>(a, E, max_rows, s);
+    if (K % 320 == 0) /* two stages: three blocks an SM (the weights' rows unpadded to fit) */
+        return moe_launch<16, 2, 320, 3, true, false>(a, E, max_rows, s);
     return moe_launch<16, 8, 64>(a, E, max_rows, s);
 }
