@@ -11,6 +11,19 @@ uint64_t llmr_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int llmr_cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+    int e = pthread_condattr_init(&attr);
+    if (e != 0)
+        return e;
+    e = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (e == 0)
+        e = pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+    return e;
+}
+
 void llmr_sleep_ms(uint64_t ms)
 {
     struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};

@@ -173,11 +173,7 @@ llmr_status llmr_engine_host_create(const llmr_engine_host_options *o, llmr_engi
     h->opt.plugin_dirs = NULL;
     h->next_request_id = 1;
     pthread_mutex_init(&h->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->changed, &ca);
-    pthread_condattr_destroy(&ca);
+    llmr_cond_init_monotonic(&h->changed);
     llmr_status st = llmr_byte_size_list_parse(o->vram_budgets, add_budget, h, err);
     h->worker_exe = o->worker_exe ? strdup(o->worker_exe) : own_executable();
     h->plugin_dirs = calloc(o->plugin_dir_count + 1, sizeof *h->plugin_dirs);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #define COMPONENT "resources"
@@ -308,11 +309,7 @@ llmr_status llmr_resource_monitor_start(const llmr_resource_monitor_options *o,
         return LLMR_OOM_RAM;
     }
     m->opt = *o;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    llmr_cond_init_monotonic(&m->wake);
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->sampling, NULL);
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "engine_host/worker_main.h"
 
@@ -155,11 +156,7 @@ llmr_status llmr_worker_start(const char *exe, const char *model_name,
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->write_lock, NULL);
     pthread_mutex_init(&w->call_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->changed, &ca);
-    pthread_condattr_destroy(&ca);
+    llmr_cond_init_monotonic(&w->changed);
 
     char fd_arg[16];
     snprintf(fd_arg, sizeof fd_arg, "%d", WORKER_FD);

@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "http/http_internal.h"
@@ -210,14 +211,7 @@ struct MHD_Response *llmr_http_stream_open(struct MHD_Connection *conn,
     llmr_http_stream *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    pthread_condattr_t attr;
-    bool cond_ok = false;
-    if (pthread_condattr_init(&attr) == 0) {
-        cond_ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-                  pthread_cond_init(&s->cond, &attr) == 0;
-        pthread_condattr_destroy(&attr);
-    }
-    if (!cond_ok) {
+    if (llmr_cond_init_monotonic(&s->cond) != 0) {
         free(s);
         return NULL;
     }

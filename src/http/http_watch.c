@@ -85,14 +85,10 @@ http_watch *http_watch_new(unsigned header_timeout_s, unsigned body_timeout_s,
     http_watch *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0) {
+    if (llmr_cond_init_monotonic(&w->wake) != 0) {
         free(w);
         return NULL;
     }
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->wake, &attr);
-    pthread_condattr_destroy(&attr);
     pthread_mutex_init(&w->lock, NULL);
     w->header_ns = (uint64_t)header_timeout_s * 1000000000ull;
     w->body_ns = (uint64_t)body_timeout_s * 1000000000ull;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "http/http_internal.h"
 
@@ -69,14 +70,10 @@ http_workers *http_workers_new(unsigned max_threads)
     http_workers *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0) {
+    if (llmr_cond_init_monotonic(&w->work) != 0) {
         free(w);
         return NULL;
     }
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->work, &attr);
-    pthread_condattr_destroy(&attr);
     pthread_cond_init(&w->exited, NULL);
     pthread_mutex_init(&w->lock, NULL);
     w->max_threads = max_threads ? max_threads : 1;

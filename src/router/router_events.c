@@ -11,6 +11,8 @@
  * waits out an interval. */
 #include "router/router_internal.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +31,7 @@ typedef struct events_stream {
 void router_events_init(llmr_router *r)
 {
     pthread_mutex_init(&r->events_lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* deadlines on the monotonic clock */
-    pthread_cond_init(&r->events_wake, &attr);
-    pthread_condattr_destroy(&attr);
+    llmr_cond_init_monotonic(&r->events_wake); /* deadlines on the monotonic clock */
 }
 
 void router_events_stop(llmr_router *r)

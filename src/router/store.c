@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/utf8.h"
 #include "router/store_internal.h"
@@ -342,11 +343,7 @@ llmr_status llmr_store_open(const char *path, llmr_store **out, llmr_strbuf *err
     pthread_mutex_init(&s->db_lock, NULL);
     pthread_mutex_init(&s->log_lock, NULL);
     pthread_mutex_init(&s->flush_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the log thread's waits */
-    pthread_cond_init(&s->log_wake, &ca);
-    pthread_condattr_destroy(&ca);
+    llmr_cond_init_monotonic(&s->log_wake); /* the log thread's waits */
     llmr_status st = LLMR_OOM_RAM;
     s->path = strdup(path);
     s->queue = calloc(STORE_LOG_QUEUE_MAX, sizeof *s->queue);
