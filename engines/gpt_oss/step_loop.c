@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "gpt_engine.h"
+#include "step_trace.h"
 #include "llmr/engine_options.h"
 
 #define LOOP_TOKEN_BUDGET (4 * GPT_CHUNK)
@@ -39,6 +40,7 @@ struct gpt_loop {
     llmr_status *failed;
     uint32_t per_item_cap;
     float *logits; /* one row (the CPU path) */
+    gpt_step_trace trace;
 #ifdef LLMR_GPT_CUDA
     gpt_gpu_items gpu; /* the GPU path's items */
 #endif
@@ -320,8 +322,18 @@ static void *loop_main(void *arg)
             fail_all(L, LLMR_OOM_RAM, "out of host memory for the step's plan");
             continue;
         }
-        if (L->step.n_items)
+        if (L->step.n_items) {
+            uint32_t decoding = 0, tokens = 0;
+            for (uint32_t i = 0; i < L->step.n_items; i++) {
+                const llmr_sched_item *it = &L->step.items[i];
+                decoding += it->count == 1 && it->sample;
+                tokens += it->count;
+            }
+            uint32_t waiting = L->sched.n_waiting, running = L->sched.n_running;
+            gpt_step_trace_begin(&L->trace);
             run_step(L);
+            gpt_step_trace_end(&L->trace, L->step.n_items, decoding, tokens, waiting, running);
+        }
         else
             nanosleep(&(struct timespec){0, 1000000}, NULL); /* blocks come back as requests end */
     }
@@ -372,11 +384,13 @@ bool gpt_loop_start(llmr_engine_model *e, uint32_t max_batch, char err[GPT_ERR_M
     }
     pthread_mutex_init(&L->lock, NULL);
     pthread_cond_init(&L->wake, NULL);
+    gpt_step_trace_open(&L->trace);
     if (pthread_create(&L->thread, NULL, loop_main, L) != 0) {
         snprintf(err, GPT_ERR_MAX, "cannot start the step loop's thread");
         llmr_sched_free(&L->sched);
         pthread_mutex_destroy(&L->lock);
         pthread_cond_destroy(&L->wake);
+        gpt_step_trace_close(&L->trace);
         free(L->logits);
         free(L);
         return false;
@@ -425,6 +439,7 @@ void gpt_loop_stop(llmr_engine_model *e)
     free(L->picked);
     free(L->failed);
     free(L->logits);
+    gpt_step_trace_close(&L->trace);
 #ifdef LLMR_GPT_CUDA
     gpt_gpu_items_free(&L->gpu);
 #endif

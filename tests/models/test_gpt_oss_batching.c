@@ -4,7 +4,8 @@
  * together by the step loop, each produce exactly the tokens they produce alone; so does
  * a long prompt read in chunks while others decode.  Cancelling some of them mid-way
  * ends those with CANCELLED and leaves the others' tokens as they were, and an unload
- * with requests running gives each its last event. */
+ * with requests running gives each its last event.  The step trace (LLMR_STEP_TRACE)
+ * of the sixteen adds up to their tokens. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -122,9 +123,48 @@ TEST(each_request_alone)
     api->unload(m);
 }
 
+/* The step trace (LLMR_STEP_TRACE, step_trace.h) of a run: every step's line, whose
+ * tokens add up to what the requests read (each prompt, and each sampled token but the
+ * last fed back) and whose decode items to the tokens fed back. */
+static void check_trace(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char line[256];
+    unsigned long long start, step_us, last_start = 0;
+    unsigned items, decoding, tokens, waiting, running;
+    uint64_t sum_tokens = 0, sum_decoding = 0, want_tokens = 0, want_decoding = 0, lines = 0;
+    CHECK(fgets(line, sizeof line, f) && line[0] == '#');
+    while (fgets(line, sizeof line, f)) {
+        int got = sscanf(line, "%llu %u %u %u %u %u %llu", &start, &items, &decoding, &tokens,
+                         &waiting, &running, &step_us);
+        CHECK_EQ_INT(got, 7);
+        CHECK(items >= 1 && items <= N && decoding <= items && tokens >= items);
+        CHECK(start >= last_start);
+        last_start = start;
+        sum_tokens += tokens;
+        sum_decoding += decoding;
+        lines++;
+    }
+    fclose(f);
+    for (uint32_t k = 0; k < N; k++) {
+        want_tokens += prompt_len(k) + out_len(k) - 1;
+        want_decoding += out_len(k) - 1;
+    }
+    CHECK(lines > 1);
+    CHECK_EQ_INT(sum_tokens, want_tokens);
+    CHECK_EQ_INT(sum_decoding, want_decoding);
+}
+
 TEST(sixteen_requests_together_give_exactly_their_solo_tokens)
 {
+    char trace[4096];
+    snprintf(trace, sizeof trace, "%s", fx_path(fx_tmpdir(), "steps.trace"));
+    setenv("LLMR_STEP_TRACE", trace, 1);
     llmr_engine_model *m = load(N);
+    unsetenv("LLMR_STEP_TRACE");
     if (!m)
         return;
     llmr_engine_model_info info = {.struct_size = sizeof info};
@@ -165,6 +205,7 @@ TEST(sixteen_requests_together_give_exactly_their_solo_tokens)
     api->unload(m);
     for (uint32_t k = 0; k < N; k++)
         CHECK_EQ_INT(together[k].late, 0);
+    check_trace(trace);
 }
 
 static int cancel_on_token(void *user, const llmr_engine_token *t)

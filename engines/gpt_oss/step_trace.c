@@ -1,0 +1,62 @@
+/* The step loop's development trace: see step_trace.h. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "step_trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void gpt_step_trace_open(gpt_step_trace *t)
+{
+    memset(t, 0, sizeof *t);
+    const char *path = getenv("LLMR_STEP_TRACE");
+    if (!path || !*path)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 || !(t->out = fdopen(fd, "a"))) {
+        fprintf(stderr, "gpt-oss: LLMR_STEP_TRACE: cannot open %s (%s); no step trace\n", path,
+                strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    setvbuf(t->out, NULL, _IOLBF, 0); /* a line a step: whole lines if the process dies */
+    fprintf(t->out, "# start_us items decode_items tokens waiting running step_us\n");
+    t->origin_ns = now_ns();
+}
+
+void gpt_step_trace_begin(gpt_step_trace *t)
+{
+    if (t->out)
+        t->step_ns = now_ns();
+}
+
+void gpt_step_trace_end(gpt_step_trace *t, uint32_t items, uint32_t decode_items, uint32_t tokens,
+                        uint32_t waiting, uint32_t running)
+{
+    if (!t->out)
+        return;
+    uint64_t end = now_ns();
+    fprintf(t->out, "%llu %u %u %u %u %u %llu\n",
+            (unsigned long long)((t->step_ns - t->origin_ns) / 1000), items, decode_items, tokens,
+            waiting, running, (unsigned long long)((end - t->step_ns) / 1000));
+}
+
+void gpt_step_trace_close(gpt_step_trace *t)
+{
+    if (t->out)
+        fclose(t->out);
+    t->out = NULL;
+}
