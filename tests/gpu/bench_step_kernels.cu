@@ -7,7 +7,8 @@
  * the mean of back-to-back launches; the table's last line adds them up as one step.
  * Then the experts' two products again with each tile of k_gemm_mxfp4_grouped_tile (16
  * and 17: the fragments kernel with 16 or 32 token rows a block; 32, 64, 128 rows of the
- * grouped GEMM's tiles), to see where each pays.  Batches past 256
+ * grouped GEMM's tiles), to see where each pays; the dense products with the large
+ * tile of 8 warps that the one of 4 replaced.  Batches past 256
  * stand for prefill chunks (their lm_head and pick take 256 rows).
  * It checks nothing: correctness is gpt-oss-kernel-check's.
  *
@@ -205,7 +206,8 @@ int main(int argc, char **argv)
         printf("  %-28s %9s %9.2f  -> %.0f tokens/s\n", "one step (greedy)", "", step / 1000,
                T / (step / 1e6));
         printf("  experts' products by tile (us/launch): ");
-        for (uint32_t tile : {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32u, 64u, 128u}) {
+        for (uint32_t tile : {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32u, 64u, 128u, GPT_MOE_TILE_64_WARPS4,
+                              GPT_MOE_TILE_128_WARPS4}) {
             double gu = time_us([&](uint32_t l) {
                 return k_gemm_mxfp4_grouped_tile(tile, NULL, act, xn, rows, gub[l], gus[l], gbias, offsets,
                                                  E, T, T * K, 2 * I, H, 1.702f, 7.0f, 0);
@@ -225,6 +227,21 @@ int main(int argc, char **argv)
         double o_ns = time_us([&](uint32_t l) { return k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, NULL, 0); });
         printf("  gemm qkv + o (us/launch): fp16 A only %.1f + %.1f; split A, K never split %.1f + %.1f\n",
                qkv1, o1, qkv_ns, o_ns);
+        /* the large tile (128 rows of 4 warps) against the 8 warps it replaced, where a
+         * product takes it: lm_head over the step's rows, QKV and O past 256 rows */
+        double lm4 = time_us([&](uint32_t l) { (void)l; return k_gemm_f16(logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0); });
+        double lm8 = time_us([&](uint32_t l) {
+            (void)l;
+            return k_gemm_f16_tile(GPT_GEMM_TILE_LARGE8, logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0);
+        });
+        double qkv8 = time_us([&](uint32_t l) {
+            return k_gemm_f16_tile(GPT_GEMM_TILE_LARGE8, qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, parts, 0);
+        });
+        double o8 = time_us([&](uint32_t l) {
+            return k_gemm_f16_tile(GPT_GEMM_TILE_LARGE8, x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, parts, 0);
+        });
+        printf("  large tile, 8 warps of 64x32 (before) / as run (us/launch): lm_head %.1f / %.1f; "
+               "qkv + o %.1f + %.1f / %.1f + %.1f\n", lm8, lm4, qkv8, o8, r[1].us, r[4].us);
         double rope8 = time_us([&](uint32_t l) {
             (void)l;
             return k_rope_kv_paged(qkv, kv8, dtok, 0, cs, T, HEADS, KVH, HD, B, 0);

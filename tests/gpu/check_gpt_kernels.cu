@@ -247,7 +247,7 @@ static void cpu_linear(std::vector<float> &Y, const std::vector<float> &X, uint3
     gpt_linear(pool, Y.data(), X.data(), T, &m, bias);
 }
 
-static void check_gemm(uint32_t M, uint32_t N, uint32_t K)
+static void check_gemm(uint32_t M, uint32_t N, uint32_t K, uint32_t tile = 0)
 {
     std::vector<uint16_t> ab, bb;
     std::vector<float> af, bf;
@@ -262,15 +262,16 @@ static void check_gemm(uint32_t M, uint32_t N, uint32_t K)
     size_t parts = k_gemm_split_scratch_bytes(M, N);
     float *dparts = parts ? dev<float>(parts / sizeof(float)) : NULL;
     char what[96];
-    snprintf(what, sizeof what, "M %u, N %u, K %u", M, N, K);
-    check(k_gemm_f16(dC, dA, NULL, dB, dbias, M, N, K, 0, NULL, 0), "k_gemm_f16");
+    const char *tile_name = tile == GPT_GEMM_TILE_LARGE8 ? ", large tile of 8 warps" : "";
+    snprintf(what, sizeof what, "M %u, N %u, K %u%s", M, N, K, tile_name);
+    check(k_gemm_f16_tile(tile, dC, dA, NULL, dB, dbias, M, N, K, 0, NULL, 0), "k_gemm_f16");
     auto got = download(dC, (size_t)M * N);
     report("k_gemm_f16", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
     for (size_t i = 0; i < want.size(); i++)
         want[i] += got[i];
-    check(k_gemm_f16(dC, dA, NULL, dB, dbias, M, N, K, 1, dparts, 0), "k_gemm_f16");
+    check(k_gemm_f16_tile(tile, dC, dA, NULL, dB, dbias, M, N, K, 1, dparts, 0), "k_gemm_f16");
     got = download(dC, (size_t)M * N);
-    snprintf(what, sizeof what, "M %u, N %u, K %u, accumulate%s", M, N, K, dparts ? ", K split" : "");
+    snprintf(what, sizeof what, "M %u, N %u, K %u, accumulate%s%s", M, N, K, dparts ? ", K split" : "", tile_name);
     report("k_gemm_f16", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
 
     /* split fp16 A: the product of the fp32 values (fp16 alone would be ~3e-4 off) */
@@ -278,11 +279,11 @@ static void check_gemm(uint32_t M, uint32_t N, uint32_t K)
     std::vector<uint16_t> ahi, alo;
     split_h(ax, ahi, alo);
     cpu_linear(want, ax, M, bb, N, K, bias.data());
-    check(k_gemm_f16(dC, reinterpret_cast<f16 *>(upload(ahi)), reinterpret_cast<f16 *>(upload(alo)),
+    check(k_gemm_f16_tile(tile, dC, reinterpret_cast<f16 *>(upload(ahi)), reinterpret_cast<f16 *>(upload(alo)),
                      dB, dbias, M, N, K, 0, dparts, 0),
           "k_gemm_f16");
     got = download(dC, (size_t)M * N);
-    snprintf(what, sizeof what, "M %u, N %u, K %u, split fp16 A%s", M, N, K, dparts ? ", K split" : "");
+    snprintf(what, sizeof what, "M %u, N %u, K %u, split fp16 A%s%s", M, N, K, dparts ? ", K split" : "", tile_name);
     report("k_gemm_f16", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
 }
 
@@ -416,7 +417,8 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
     }
     /* every tile on the same products (0: the one k_gemm_mxfp4_grouped picks, last, so
      * that its act feeds down) */
-    const uint32_t tiles[] = {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32, 64, 128, 0};
+    const uint32_t tiles[] = {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32, 64, 128, GPT_MOE_TILE_64_WARPS4,
+                              GPT_MOE_TILE_128_WARPS4, 0};
     std::vector<float> act;
     for (uint32_t tile : tiles) {
         check(k_gemm_mxfp4_grouped_tile(tile, NULL, dact, dx, drows, gub, gus, gubias, doff, E, T,
@@ -1136,6 +1138,8 @@ int main()
     check_gemm(100, 2880, 4096);
     check_gemm(200, 5120, 2880);  /* 64-row tiles: a step of many sequences */
     check_gemm(48, 135168, 2880); /* 128-row tiles for few rows: lm_head over a step */
+    check_gemm(300, 392, 2880, GPT_GEMM_TILE_LARGE8); /* the large tile of 8 warps (the bench's) */
+    check_gemm(48, 135168, 2880, GPT_GEMM_TILE_LARGE8);
     check_router(32);
     check_router(128); /* gpt-oss-120b */
     check_rope_kv();

@@ -1,8 +1,9 @@
 /* The dense matrix products of the gpt-oss step on tensor cores (QKV, the output
- * projection, lm_head): a 128x128 output tile per block of 8 warps (each 64x32), or 64
- * or 32 rows by 128 (each 32x32 or 32x16) when the rows are few (a short prompt, a
- * step of few sequences, the last rows' logits); K through a cp.async pipeline (steps
- * of 32, 3 stages for the large tile; of 64, 3 or 4 stages for the small ones); mma.sync
+ * projection, lm_head): a 128x128 output tile per block of 4 warps (each 64x64: 8
+ * fragment loads a step of 16 for 32 mma), or 64 or 32 rows by 128 with 8 warps (each
+ * 32x32 or 32x16) when the rows are few (a short prompt, a step of few sequences, the
+ * last rows' logits); K through a cp.async pipeline (steps of 32, 4 stages for the large
+ * tile, 3 with split A; of 64, 3 or 4 stages for the small ones); mma.sync
  * m16n8k16 fp16 with fp32 accumulation, fragments by ldmatrix.  A may be split fp16
  * (A + A_lo, kernels.cuh): A_lo travels beside A and each B fragment meets both (two
  * mma).  A warp skips its m16 tiles past the last row.  The experts' MXFP4 products are
@@ -10,7 +11,6 @@
 #include "device_util.cuh"
 
 #define BN 128
-#define THREADS 256
 /* The small tile when a tile would hold few rows: less work on rows that are not there,
  * and more blocks for the bandwidth. */
 #define SMALL_ROWS 64u
@@ -26,18 +26,31 @@ struct GemmArgs {
     uint32_t splits; /* dense: the parts of K (1: no split) */
 };
 
-/* LO: A is split fp16.  BM rows by BN columns a block, BK of K a step, ST stages in
- * flight.  Shared memory: A stages (then A_lo stages with LO), then B stages. */
-template <bool LO, int BM, int BK, int ST>
-__global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
+/* The shape of a block: BM rows by BN columns, BK of K a step, ST stages in flight,
+ * WARPS_M x WARPS_N warps (each BM/WARPS_M rows by BN/WARPS_N columns). */
+template <int BM_, int BK_, int ST_, int WARPS_M_, int WARPS_N_> struct Tile {
+    static constexpr int BM = BM_, BK = BK_, ST = ST_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
+    static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+};
+using TileLarge = Tile<128, 32, 4, 2, 2>;   /* many rows: 4 warps of 64x64 */
+using TileLargeLo = Tile<128, 32, 3, 2, 2>; /* the same with split A (its shared memory) */
+using TileLarge8 = Tile<128, 32, 3, 2, 4>;  /* 8 warps of 64x32: the large tile until 2026-11-27 */
+using Tile64 = Tile<64, 64, 3, 2, 4>;       /* 8 warps of 32x32 */
+using Tile32 = Tile<32, 64, 4, 1, 8>;       /* 8 warps of 32x16 */
+
+/* LO: A is split fp16.  Shared memory: A stages (then A_lo stages with LO), then B
+ * stages. */
+template <bool LO, class TL>
+__global__ void __launch_bounds__(TL::THREADS, 2) gemm_kernel(GemmArgs p)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
+    constexpr int BM = TL::BM, BK = TL::BK, ST = TL::ST, THREADS = TL::THREADS;
     constexpr int LDS = BK + 8;                 /* smem row in f16: conflict-free ldmatrix */
-    constexpr int MT = BM == 128 ? 4 : 2;       /* m16 tiles per warp */
-    constexpr int WARPS_M = BM / (MT * 16);     /* 2, 2 or 1 */
-    constexpr int WARPS_N = 8 / WARPS_M;        /* 4 or 8 */
-    constexpr int NT = BN / WARPS_N / 8;        /* n8 tiles per warp: 4 or 2 */
+    constexpr int WARPS_M = TL::WARPS_M, WARPS_N = TL::WARPS_N;
+    constexpr int MT = BM / WARPS_M / 16;       /* m16 tiles per warp */
+    constexpr int NT = BN / WARPS_N / 8;        /* n8 tiles per warp (even: pairs by ldmatrix) */
+    static_assert(MT * WARPS_M * 16 == BM && NT * WARPS_N * 8 == BN && NT % 2 == 0, "a tile's warps");
     constexpr int ROW_CHUNKS = BK / 8;          /* 16-byte chunks of an f16 row's step */
     constexpr int A_CHUNKS = (BM * ROW_CHUNKS + THREADS - 1) / THREADS; /* per thread */
     extern __shared__ __align__(16) unsigned char smem[];
@@ -191,30 +204,29 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_kernel(GemmArgs p)
         }
 }
 
-/* The tile shapes: BKxST = 32x3 for the 128-row tile, 64x3 or 64x4 for the small ones. */
-template <bool LO, int BM, int BK, int ST>
+template <bool LO, class TL>
 static size_t smem_bytes(void)
 {
-    constexpr size_t LDS = BK + 8;
-    return (LO ? 2 : 1) * (size_t)ST * BM * LDS * sizeof(f16) + (size_t)ST * BN * LDS * sizeof(f16);
+    constexpr size_t LDS = TL::BK + 8;
+    return (LO ? 2 : 1) * (size_t)TL::ST * TL::BM * LDS * sizeof(f16) + (size_t)TL::ST * BN * LDS * sizeof(f16);
 }
 
-template <bool LO, int BM, int BK, int ST>
+template <bool LO, class TL>
 static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
 {
-    if (a.K % BK)
+    if (a.K % TL::BK)
         return cudaErrorInvalidValue;
     static size_t configured; /* the largest dynamic shared memory allowed so far */
-    size_t smem = smem_bytes<LO, BM, BK, ST>();
+    size_t smem = smem_bytes<LO, TL>();
     if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<LO, BM, BK, ST>,
+        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<LO, TL>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess)
             return err;
         configured = smem;
     }
-    grid.y = (grid.y + BM - 1) / BM;
-    LAUNCH(gemm_kernel<LO, BM, BK, ST>, grid, THREADS, smem, s, a);
+    grid.y = (grid.y + TL::BM - 1) / TL::BM;
+    LAUNCH(gemm_kernel<LO, TL>, grid, TL::THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -268,9 +280,9 @@ size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N)
     return M <= 4 * SMALL_ROWS ? (size_t)SPLITS_MAX * M * N * sizeof(float) : 0;
 }
 
-cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,
-                       uint32_t M, uint32_t N, uint32_t K, int accumulate, float *split_scratch,
-                       cudaStream_t s)
+cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
+                            const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
+                            float *split_scratch, cudaStream_t s)
 {
     if (K % 32 || N % 8 || M == 0)
         return cudaErrorInvalidValue;
@@ -291,9 +303,11 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
      * 128-row tiles alone are blocks enough for every SM (lm_head over a step's rows: B
      * is 1.2 GB), they read B once per 128 rows instead of once per 32 */
     uint32_t big_tiles = ((N + BN - 1) / BN) * ((M + 127) / 128);
-    if (M > 4 * SMALL_ROWS || (M > 32 && big_tiles >= 4 * sm_count()))
-        return A_lo ? launch<true, 128, 32, 3>(a, grid, s)
-                    : launch<false, 128, 32, 3>(a, grid, s);
+    if (M > 4 * SMALL_ROWS || (M > 32 && big_tiles >= 4 * sm_count())) {
+        if (tile == GPT_GEMM_TILE_LARGE8)
+            return A_lo ? launch<true, TileLarge8>(a, grid, s) : launch<false, TileLarge8>(a, grid, s);
+        return A_lo ? launch<true, TileLargeLo>(a, grid, s) : launch<false, TileLarge>(a, grid, s);
+    }
     /* past 128 rows (a step of many sequences), 64-row tiles: B read half as often */
     uint32_t bm = M > 128 ? 64 : 32;
     if (split_scratch && K % 64 == 0)
@@ -302,14 +316,19 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
         a.parts = split_scratch;
         grid.z = a.splits;
     }
-    cudaError_t e = bm == 64 ? (A_lo ? launch<true, 64, 64, 3>(a, grid, s)
-                                     : launch<false, 64, 64, 3>(a, grid, s))
-                             : (A_lo ? launch<true, 32, 64, 4>(a, grid, s)
-                                     : launch<false, 32, 64, 4>(a, grid, s));
+    cudaError_t e = bm == 64 ? (A_lo ? launch<true, Tile64>(a, grid, s) : launch<false, Tile64>(a, grid, s))
+                             : (A_lo ? launch<true, Tile32>(a, grid, s) : launch<false, Tile32>(a, grid, s));
     if (e != cudaSuccess || a.splits == 1)
         return e;
     size_t mn = (size_t)M * N;
     LAUNCH(gemm_sum_parts_kernel, (unsigned)((mn + 255) / 256), 256, 0, s, C, a.parts, bias, M, N,
            a.splits, accumulate);
     return cudaGetLastError();
+}
+
+cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,
+                       uint32_t M, uint32_t N, uint32_t K, int accumulate, float *split_scratch,
+                       cudaStream_t s)
+{
+    return k_gemm_f16_tile(0, C, A, A_lo, B, bias, M, N, K, accumulate, split_scratch, s);
 }

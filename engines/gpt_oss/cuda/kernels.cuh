@@ -249,6 +249,13 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
                        uint32_t M, uint32_t N, uint32_t K, int accumulate, float *split_scratch,
                        cudaStream_t s);
 size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N);
+/* The same with the large tile named (for the kernel check and the step bench): 0 the
+ * choice k_gemm_f16 makes, GPT_GEMM_TILE_LARGE8 the 128x128 tile of 8 warps (64x32 each)
+ * in its place, which k_gemm_f16 took before its 4 warps of 64x64. */
+#define GPT_GEMM_TILE_LARGE8 1u
+cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
+                            const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
+                            float *split_scratch, cudaStream_t s);
 /* The experts' products, grouped: for expert e, the slots offsets[e]..offsets[e+1],
  * whose A rows are A[a_rows[slot]] (or A[slot] when a_rows is NULL), times expert e's
  * MXFP4 matrix [N][K] (blocks + e * N * K/2, scales + e * N * K/32), plus its bias
@@ -265,10 +272,15 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
                                  cudaStream_t s);
 /* The same with the tile named instead of chosen (for the kernel check and the step
  * bench): GPT_MOE_TILE_FRAGMENTS16 and ..32 are k_moe_gemm_few with 16 or 32 token rows
- * a block, 32, 64 and 128 the rows of a block's tile of the grouped GEMM, 0 the choice
+ * a block, 32, 64 and 128 the rows of a block's tile of the grouped GEMM (and
+ * the trials with 4 warps), 0 the choice
  * k_gemm_mxfp4_grouped makes.  Another value is cudaErrorInvalidValue. */
 #define GPT_MOE_TILE_FRAGMENTS16 16u
 #define GPT_MOE_TILE_FRAGMENTS32 17u
+/* Trials the step bench times (never chosen): the 64-row tile with 4 warps of 32x64
+ * instead of 8 of 32x32, the 128-row tile with 4 warps of 64x64 instead of 8 of 64x32. */
+#define GPT_MOE_TILE_64_WARPS4 65u
+#define GPT_MOE_TILE_128_WARPS4 129u
 cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f16 *A,
                                       const int32_t *a_rows, const uint8_t *blocks,
                                       const uint8_t *scales, const float *bias,
