@@ -417,8 +417,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
     }
     /* every tile on the same products (0: the one k_gemm_mxfp4_grouped picks, last, so
      * that its act feeds down) */
-    const uint32_t tiles[] = {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32, 64, 128, GPT_MOE_TILE_64_WARPS4,
-                              GPT_MOE_TILE_128_WARPS4, 0};
+    const uint32_t tiles[] = {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32, 64, 128, 0};
     std::vector<float> act;
     for (uint32_t tile : tiles) {
         check(k_gemm_mxfp4_grouped_tile(tile, NULL, dact, dx, drows, gub, gus, gubias, doff, E, T,

@@ -3,8 +3,7 @@
  * rows an expert to k_moe_gemm_few (k_moe_gemm.cu).
  *
  * A block takes BM of an expert's rows (tokens) by 128 output features, 8 warps on
- * tensor cores (mma.sync m16n8k16 fp16, fp32 accumulation, fragments by ldmatrix; the
- * step bench also times the 64- and 128-row tiles with 4 warps: GPT_MOE_TILE_..._WARPS4).  K
+ * tensor cores (mma.sync m16n8k16 fp16, fp32 accumulation, fragments by ldmatrix).  K
  * flows through a cp.async pipeline in steps of 64: the tokens' fp16 rows and the
  * weights' raw MXFP4 bytes (the block's scales for all of K come with the first step).
  * The raw bytes are decoded into an fp16 tile in shared memory (exact: an E2M1 value
@@ -20,6 +19,7 @@
 
 #define MX_BN 128
 #define MX_BK 64
+#define MX_THREADS 256
 #define MX_LDS (MX_BK + 8) /* smem row in f16: conflict-free ldmatrix and decode stores */
 /* Experts' mean rows up to which k_moe_gemm_few serves them (16 token rows a block up to
  * FEW_ROWS, 32 up to SMALL_MEAN where K allows, else the 32-row tile), and a 64-row tile
@@ -41,25 +41,24 @@ struct MxArgs {
     float alpha, limit;
 };
 
-/* BM rows by 128 features a block of WARPS_M x WARPS_N warps (by default 8: 1 x 8 for
- * 32 rows, else 2 x 4); ST stages of raw bytes and token rows in flight.
+/* BM rows by 128 features a block; ST stages of raw bytes and token rows in flight.
  * AHEAD: decode one step ahead (at least 3 stages: while step i is multiplied, step
  * i + 1 is decoded and i + 2 lands); else each step in turn.  Shared memory: token
  * stages [ST][BM][LDS] f16, the decoded tiles [AHEAD ? 2 : 1][BN][LDS] f16, raw stages
  * [ST][BN][BK/2], the block's scales [BN][K/32]. */
-template <int BM, int ST, bool AHEAD, int WARPS_M = (BM == 32 ? 1 : 2), int WARPS_N = 8 / WARPS_M>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 2) mx_gemm_kernel(MxArgs p)
+template <int BM, int ST, bool AHEAD>
+__global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(MxArgs p)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
     static_assert(!AHEAD || ST >= 3, "decoding one step ahead needs three stages");
     static_assert(ST >= 2, "a pipeline of one stage");
-    constexpr int THREADS = WARPS_M * WARPS_N * 32;
-    constexpr int MT = BM / WARPS_M / 16;                                /* m16 tiles a warp */
+    constexpr int MT = BM == 128 ? 4 : 2;                                /* m16 tiles a warp */
+    constexpr int WARPS_M = BM / (MT * 16);                              /* 2, 2 or 1 */
+    constexpr int WARPS_N = 8 / WARPS_M;                                 /* 4 or 8 */
     constexpr int NT = MX_BN / WARPS_N / 8;                              /* n8 tiles a warp */
-    static_assert(MT * WARPS_M * 16 == BM && NT * WARPS_N * 8 == MX_BN && NT % 2 == 0, "a tile's warps");
     constexpr int ROW_CHUNKS = MX_BK / 8;                                /* 16 B of a row's step */
-    constexpr int A_CHUNKS = (BM * ROW_CHUNKS + THREADS - 1) / THREADS;
+    constexpr int A_CHUNKS = (BM * ROW_CHUNKS + MX_THREADS - 1) / MX_THREADS;
     constexpr int QB = MX_BK / 2;                                        /* raw bytes a row's step */
     constexpr int Q_CHUNKS = MX_BN * QB / 16;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -78,10 +77,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 2) mx_gemm_kernel(MxAr
          * aligned; else byte by byte (127: 2^0 for features past N, whose bytes are 0) */
         const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
         if (n0 + MX_BN <= N && (MX_BN * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
-            for (uint32_t i = tid; i < MX_BN * KG / 16; i += THREADS)
+            for (uint32_t i = tid; i < MX_BN * KG / 16; i += MX_THREADS)
                 cp_async16(Sc + i * 16, run + i * 16, true);
         } else {
-            for (uint32_t i = tid; i < MX_BN * KG; i += THREADS) {
+            for (uint32_t i = tid; i < MX_BN * KG; i += MX_THREADS) {
                 uint32_t r = i / KG, n = n0 + r;
                 Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
             }
@@ -94,7 +93,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 2) mx_gemm_kernel(MxAr
     uint32_t a_dst[A_CHUNKS];
 #pragma unroll
     for (int i = 0; i < A_CHUNKS; i++) {
-        uint32_t c = tid + i * THREADS, r = c / ROW_CHUNKS, col = (c % ROW_CHUNKS) * 8;
+        uint32_t c = tid + i * MX_THREADS, r = c / ROW_CHUNKS, col = (c % ROW_CHUNKS) * 8;
         uint32_t m = m0 + r;
         a_mine[i] = c < (uint32_t)(BM * ROW_CHUNKS);
         a_ok[i] = a_mine[i] && m < rows;
@@ -110,7 +109,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 2) mx_gemm_kernel(MxAr
         for (int i = 0; i < A_CHUNKS; i++)
             if (a_mine[i])
                 cp_async16(as + a_dst[i], a_src[i] + kt * MX_BK, a_ok[i]);
-        for (uint32_t i = tid; i < (uint32_t)Q_CHUNKS; i += THREADS) {
+        for (uint32_t i = tid; i < (uint32_t)Q_CHUNKS; i += MX_THREADS) {
             uint32_t r = i / (QB / 16), j = i % (QB / 16), n = n0 + r;
             bool ok = n < N;
             const uint8_t *src = p.blocks + ((size_t)e * N + (ok ? n : 0)) * (K / 2) +
@@ -118,24 +117,20 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 2) mx_gemm_kernel(MxAr
             cp_async16(Braw + (stage * MX_BN + r) * QB + j * 16, src, ok);
         }
     };
-    /* Step kt's raw bytes (in stage) into decoded tile `to`: piece d = tid (+ THREADS
-     * ...) is feature row d/2, group d%2 of the step's two (32 values, 16 bytes, one
-     * scale). */
+    /* Step kt's raw bytes (in stage) into decoded tile `to`: thread tid takes feature
+     * row tid/2, group tid%2 of the step's two (32 values, 16 bytes, one scale). */
     auto decode = [&](uint32_t kt, uint32_t stage, f16 *to) {
+        const uint32_t row = tid >> 1, grp = tid & 1;
+        uint4 q = *reinterpret_cast<const uint4 *>(Braw + (stage * MX_BN + row) * QB + grp * 16);
+        uint32_t s2 = e8m0_half2(Sc[row * KG + kt * 2 + grp]);
+        uint4 *dst = reinterpret_cast<uint4 *>(to + row * MX_LDS + grp * 32);
+        const uint32_t words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-        for (uint32_t d = tid; d < 2 * MX_BN; d += THREADS) {
-            const uint32_t row = d >> 1, grp = d & 1;
-            uint4 q = *reinterpret_cast<const uint4 *>(Braw + (stage * MX_BN + row) * QB + grp * 16);
-            uint32_t s2 = e8m0_half2(Sc[row * KG + kt * 2 + grp]);
-            uint4 *dst = reinterpret_cast<uint4 *>(to + row * MX_LDS + grp * 32);
-            const uint32_t words[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-            for (int w = 0; w < 4; w++) { /* 8 values a word */
-                uint32_t h[4];            /* h[j] = (value 2j, value 2j + 1) */
-                e2m1x8_to_half2_pairs(words[w], h);
-                dst[w] = make_uint4(hmul2_bits(h[0], s2), hmul2_bits(h[1], s2), hmul2_bits(h[2], s2),
-                                    hmul2_bits(h[3], s2));
-            }
+        for (int w = 0; w < 4; w++) { /* 8 values a word */
+            uint32_t h[4];            /* h[j] = (value 2j, value 2j + 1) */
+            e2m1x8_to_half2_pairs(words[w], h);
+            dst[w] = make_uint4(hmul2_bits(h[0], s2), hmul2_bits(h[1], s2), hmul2_bits(h[2], s2),
+                                hmul2_bits(h[3], s2));
         }
     };
 
@@ -255,20 +250,20 @@ static size_t mx_smem_bytes(uint32_t K)
            (size_t)ST * MX_BN * (MX_BK / 2) + (size_t)MX_BN * (K / 32);
 }
 
-template <int BM, int ST, bool AHEAD, int WARPS_M = (BM == 32 ? 1 : 2), int WARPS_N = 8 / WARPS_M>
+template <int BM, int ST, bool AHEAD>
 static cudaError_t mx_launch(const MxArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
     static size_t configured; /* the largest dynamic shared memory allowed so far */
     size_t smem = mx_smem_bytes<BM, ST, AHEAD>(a.K);
-    auto kernel = mx_gemm_kernel<BM, ST, AHEAD, WARPS_M, WARPS_N>;
     if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        cudaError_t err = cudaFuncSetAttribute(mx_gemm_kernel<BM, ST, AHEAD>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess)
             return err;
         configured = smem;
     }
     dim3 grid((a.N + MX_BN - 1) / MX_BN, (max_rows + BM - 1) / BM, E);
-    LAUNCH(kernel, grid, WARPS_M * WARPS_N * 32, smem, s, a);
+    LAUNCH(mx_gemm_kernel<BM, ST, AHEAD>, grid, MX_THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -310,10 +305,6 @@ cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f
         return mx_launch<64, 4, true>(a, E, max_rows, s);
     case 128:
         return mx_launch<128, 3, false>(a, E, max_rows, s);
-    case GPT_MOE_TILE_64_WARPS4: /* trials: 4 warps of 32x64, of 64x64 */
-        return mx_launch<64, 4, true, 2, 2>(a, E, max_rows, s);
-    case GPT_MOE_TILE_128_WARPS4:
-        return mx_launch<128, 3, false, 2, 2>(a, E, max_rows, s);
     default:
         return cudaErrorInvalidValue;
     }

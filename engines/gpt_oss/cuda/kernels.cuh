@@ -272,15 +272,10 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
                                  cudaStream_t s);
 /* The same with the tile named instead of chosen (for the kernel check and the step
  * bench): GPT_MOE_TILE_FRAGMENTS16 and ..32 are k_moe_gemm_few with 16 or 32 token rows
- * a block, 32, 64 and 128 the rows of a block's tile of the grouped GEMM (and
- * the trials with 4 warps), 0 the choice
+ * a block, 32, 64 and 128 the rows of a block's tile of the grouped GEMM, 0 the choice
  * k_gemm_mxfp4_grouped makes.  Another value is cudaErrorInvalidValue. */
 #define GPT_MOE_TILE_FRAGMENTS16 16u
 #define GPT_MOE_TILE_FRAGMENTS32 17u
-/* Trials the step bench times (never chosen): the 64-row tile with 4 warps of 32x64
- * instead of 8 of 32x32, the 128-row tile with 4 warps of 64x64 instead of 8 of 64x32. */
-#define GPT_MOE_TILE_64_WARPS4 65u
-#define GPT_MOE_TILE_128_WARPS4 129u
 cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f16 *A,
                                       const int32_t *a_rows, const uint8_t *blocks,
                                       const uint8_t *scales, const float *bias,
