@@ -24,10 +24,12 @@
 /* Experts' mean rows up to which k_moe_gemm_few serves them (16 token rows a block up to
  * FEW_ROWS, 32 up to SMALL_MEAN where K allows, else the 32-row tile), and a 64-row tile
  * does; past that, 128-row tiles.  Each bound where the next choice starts to win on an
- * H100 (BENCHMARKS.md: the step bench's products by tile). */
+ * H100 (BENCHMARKS.md: the step bench's products by tile), but MID_MEAN: the 64-row tile
+ * wins at 32 rows an expert, the 128-row one by 27% at 96 (and at 128); between them,
+ * unmeasured, the bound is where most experts' rows need a second 64-row block. */
 #define FEW_ROWS 12u
 #define SMALL_MEAN 24u
-#define MID_MEAN 96u
+#define MID_MEAN 64u
 
 struct MxArgs {
     float *C;
