@@ -1,6 +1,7 @@
-/* RoPE (with YaRN's table) for a step of T tokens at positions of their own, and the
- * step's keys and values written into the paged KV cache as fp16, or as fp8 e4m3 with a
- * scale per row (kernels.cuh: KvCache; StepToken says where each token's go). */
+/* RoPE for a step of T tokens at positions of their own, and the step's keys and values
+ * written into the paged KV cache as fp16, or as fp8 e4m3 with a scale per row
+ * (kernels.cuh: KvCache; StepToken says where each token's go); and the table of
+ * (cos, sin) with YaRN's scaling that it reads, computed at load. */
 #include "device_util.cuh"
 
 /* One block per token; threads over (head, pair), then over the values (fp16), or a warp
@@ -75,5 +76,28 @@ cudaError_t k_rope_kv_paged(float *qkv, KvCache kv, const StepToken *tok, uint32
     else
         LAUNCH(rope_kv_paged_kernel<false>, T, threads, 0, s, qkv, kv, tok, which, cos_sin, heads,
                kv_heads, hd, block_tokens);
+    return cudaGetLastError();
+}
+
+/* ---- the RoPE table ---------------------------------------------------------------------- */
+
+/* In double, as the CPU path: angle = pos * inv_freq[i]; (cos, sin) * attn_factor. */
+__global__ void rope_table_kernel(float2 *cs, const double *inv_freq, double attn_factor,
+                                  uint32_t positions, uint32_t half)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)positions * half)
+        return;
+    double angle = (double)(i / half) * inv_freq[i % half], sn, cn;
+    sincos(angle, &sn, &cn);
+    cs[i] = make_float2((float)(cn * attn_factor), (float)(sn * attn_factor));
+}
+
+cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_factor,
+                         uint32_t positions, uint32_t half, cudaStream_t s)
+{
+    size_t n = (size_t)positions * half;
+    rope_table_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(cos_sin, inv_freq, attn_factor,
+                                                                  positions, half);
     return cudaGetLastError();
 }

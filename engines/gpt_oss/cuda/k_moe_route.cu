@@ -1,135 +1,7 @@
-/* The small kernels of the gpt-oss CUDA path: load-time conversions and checks,
- * embedding, RMSNorm, the RoPE table, the router, expert grouping and combining, and
- * gathering a step's rows.  See kernels.cuh. */
-#include <float.h>
-
+/* The experts' routing for a step of many tokens: the router (its products and top-k),
+ * grouping the (token, expert) pairs by expert, and the weighted sum of the experts'
+ * outputs.  The one-token step's router is a GEMV (k_gemv.cu).  See kernels.cuh. */
 #include "device_util.cuh"
-
-/* ---- conversions at load ----------------------------------------------------------------- */
-
-/* bf16 -> fp16 in place; counts values beyond fp16's range (they saturate). */
-__global__ void bf16_to_f16_kernel(uint16_t *p, size_t n, unsigned long long *overflow)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float f = __uint_as_float((uint32_t)p[i] << 16);
-        if (fabsf(f) > 65504.0f && overflow)
-            atomicAdd(overflow, 1ull);
-        f16 h = to_f16(f);
-        p[i] = *reinterpret_cast<uint16_t *>(&h);
-    }
-}
-
-cudaError_t k_bf16_to_f16(void *p, size_t n, unsigned long long *overflow, cudaStream_t s)
-{
-    bf16_to_f16_kernel<<<1024, 256, 0, s>>>(static_cast<uint16_t *>(p), n, overflow);
-    return cudaGetLastError();
-}
-
-__global__ void byte_range_kernel(const uint8_t *p, size_t n, uint32_t *lo_hi)
-{
-    uint32_t lo = 255, hi = 0;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        lo = min(lo, (uint32_t)p[i]);
-        hi = max(hi, (uint32_t)p[i]);
-    }
-    atomicMin(&lo_hi[0], lo);
-    atomicMax(&lo_hi[1], hi);
-}
-
-cudaError_t k_byte_range(const uint8_t *p, size_t n, uint32_t *lo_hi, cudaStream_t s)
-{
-    byte_range_kernel<<<512, 256, 0, s>>>(p, n, lo_hi);
-    return cudaGetLastError();
-}
-
-/* ---- embedding ------------------------------------------------------------------------ */
-
-__global__ void embed_kernel(float *x, const bf16 *embed, const int32_t *ids, uint32_t H)
-{
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
-    uint32_t t = blockIdx.x;
-    const bf16 *row = embed + (size_t)ids[t] * H;
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
-        x[(size_t)t * H + i] = __bfloat162float(row[i]);
-}
-
-cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T, uint32_t H,
-                    cudaStream_t s)
-{
-    LAUNCH(embed_kernel, T, 256, 0, s, x, embed, ids, H);
-    return cudaGetLastError();
-}
-
-/* ---- RMSNorm ----------------------------------------------------------------------------- */
-
-__global__ void rmsnorm_kernel(f16 *out_h, f16 *out_lo, float *out_f, const float *x,
-                               const float *w, uint32_t H, float eps)
-{
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
-    __shared__ float partial[32];
-    uint32_t t = blockIdx.x;
-    const float *xr = x + (size_t)t * H;
-    float ss = 0;
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
-        ss += xr[i] * xr[i];
-    ss = warp_sum(ss);
-    if ((threadIdx.x & 31) == 0)
-        partial[threadIdx.x >> 5] = ss;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        float v = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0.0f;
-        v = warp_sum(v);
-        if (threadIdx.x == 0)
-            partial[0] = rsqrtf(v / H + eps);
-    }
-    __syncthreads();
-    float r = partial[0];
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x) {
-        float v = w[i] * (xr[i] * r);
-        if (out_lo)
-            split_f16(v, out_h + (size_t)t * H + i, out_lo + (size_t)t * H + i);
-        else if (out_h)
-            out_h[(size_t)t * H + i] = to_f16(v);
-        if (out_f)
-            out_f[(size_t)t * H + i] = v;
-    }
-}
-
-cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, const float *w,
-                      uint32_t T, uint32_t H, float eps, cudaStream_t s)
-{
-    if (out_lo && !out_h)
-        return cudaErrorInvalidValue;
-    LAUNCH(rmsnorm_kernel, T, 512, 0, s, out_h, out_lo, out_f, x, w, H, eps);
-    return cudaGetLastError();
-}
-
-/* ---- the RoPE table ---------------------------------------------------------------------- */
-
-/* In double, as the CPU path: angle = pos * inv_freq[i]; (cos, sin) * attn_factor. */
-__global__ void rope_table_kernel(float2 *cs, const double *inv_freq, double attn_factor,
-                                  uint32_t positions, uint32_t half)
-{
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (size_t)positions * half)
-        return;
-    double angle = (double)(i / half) * inv_freq[i % half], sn, cn;
-    sincos(angle, &sn, &cn);
-    cs[i] = make_float2((float)(cn * attn_factor), (float)(sn * attn_factor));
-}
-
-cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_factor,
-                         uint32_t positions, uint32_t half, cudaStream_t s)
-{
-    size_t n = (size_t)positions * half;
-    rope_table_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(cos_sin, inv_freq, attn_factor,
-                                                                  positions, half);
-    return cudaGetLastError();
-}
 
 /* ---- the router ------------------------------------------------------------------------- */
 
@@ -190,7 +62,7 @@ cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w
     return cudaGetLastError();
 }
 
-/* ---- SwiGLU, grouping, combining -------------------------------------------------------- */
+/* ---- grouping, combining ------------------------------------------------------------------ */
 
 /* One block of 1024 threads: count per expert, scan, then place the pairs 1024 at a
  * time, stably (within an expert the pairs keep their order, so runs are repeatable):
@@ -283,25 +155,5 @@ cudaError_t k_moe_combine(float *x, const float *out, const int32_t *slot, const
                           uint32_t T, uint32_t k, uint32_t H, cudaStream_t s)
 {
     LAUNCH(moe_combine_kernel, T, 256, 0, s, x, out, slot, w, k, H);
-    return cudaGetLastError();
-}
-
-/* ---- rows of a step ----------------------------------------------------------------------- */
-
-__global__ void gather_rows_kernel(float *x, const float *src, const int32_t *rows, uint32_t H)
-{
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
-    const float *from = src + (size_t)rows[blockIdx.x] * H;
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
-        x[(size_t)blockIdx.x * H + i] = from[i];
-}
-
-cudaError_t k_gather_rows(float *x, const float *src, const int32_t *rows, uint32_t R, uint32_t H,
-                          cudaStream_t s)
-{
-    if (R == 0)
-        return cudaErrorInvalidValue;
-    LAUNCH(gather_rows_kernel, R, 256, 0, s, x, src, rows, H);
     return cudaGetLastError();
 }
