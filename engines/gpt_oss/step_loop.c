@@ -323,16 +323,9 @@ static void *loop_main(void *arg)
             continue;
         }
         if (L->step.n_items) {
-            uint32_t decoding = 0, tokens = 0;
-            for (uint32_t i = 0; i < L->step.n_items; i++) {
-                const llmr_sched_item *it = &L->step.items[i];
-                decoding += it->count == 1 && it->sample;
-                tokens += it->count;
-            }
-            uint32_t waiting = L->sched.n_waiting, running = L->sched.n_running;
-            gpt_step_trace_begin(&L->trace);
+            gpt_step_trace_begin(&L->trace, &L->sched, &L->step);
             run_step(L);
-            gpt_step_trace_end(&L->trace, L->step.n_items, decoding, tokens, waiting, running);
+            gpt_step_trace_end(&L->trace);
         }
         else
             nanosleep(&(struct timespec){0, 1000000}, NULL); /* blocks come back as requests end */

@@ -37,21 +37,30 @@ void gpt_step_trace_open(gpt_step_trace *t)
     t->origin_ns = now_ns();
 }
 
-void gpt_step_trace_begin(gpt_step_trace *t)
+void gpt_step_trace_begin(gpt_step_trace *t, const llmr_sched *s, const llmr_sched_step *step)
 {
-    if (t->out)
-        t->step_ns = now_ns();
+    if (!t->out)
+        return;
+    t->items = step->n_items;
+    t->decode_items = t->tokens = 0;
+    for (uint32_t i = 0; i < step->n_items; i++) {
+        const llmr_sched_item *it = &step->items[i];
+        t->decode_items += it->count == 1 && it->sample;
+        t->tokens += it->count;
+    }
+    t->waiting = s->n_waiting;
+    t->running = s->n_running;
+    t->step_ns = now_ns();
 }
 
-void gpt_step_trace_end(gpt_step_trace *t, uint32_t items, uint32_t decode_items, uint32_t tokens,
-                        uint32_t waiting, uint32_t running)
+void gpt_step_trace_end(gpt_step_trace *t)
 {
     if (!t->out)
         return;
     uint64_t end = now_ns();
     fprintf(t->out, "%llu %u %u %u %u %u %llu\n",
-            (unsigned long long)((t->step_ns - t->origin_ns) / 1000), items, decode_items, tokens,
-            waiting, running, (unsigned long long)((end - t->step_ns) / 1000));
+            (unsigned long long)((t->step_ns - t->origin_ns) / 1000), t->items, t->decode_items,
+            t->tokens, t->waiting, t->running, (unsigned long long)((end - t->step_ns) / 1000));
 }
 
 void gpt_step_trace_close(gpt_step_trace *t)

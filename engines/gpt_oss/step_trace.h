@@ -14,19 +14,22 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "scheduler.h"
+
 typedef struct gpt_step_trace {
     FILE *out; /* NULL: tracing is off */
     uint64_t origin_ns, step_ns;
+    uint32_t items, decode_items, tokens, waiting, running; /* the step begun */
 } gpt_step_trace;
 
 /* Opens the trace when LLMR_STEP_TRACE is set; a file that cannot be opened is said on
  * stderr once and tracing stays off. */
 void gpt_step_trace_open(gpt_step_trace *t);
-/* Marks the start of a step. */
-void gpt_step_trace_begin(gpt_step_trace *t);
+/* The start of step `step` of scheduler s (its plan made, not yet run); nothing when
+ * tracing is off. */
+void gpt_step_trace_begin(gpt_step_trace *t, const llmr_sched *s, const llmr_sched_step *step);
 /* Writes the step's line. */
-void gpt_step_trace_end(gpt_step_trace *t, uint32_t items, uint32_t decode_items, uint32_t tokens,
-                        uint32_t waiting, uint32_t running);
+void gpt_step_trace_end(gpt_step_trace *t);
 void gpt_step_trace_close(gpt_step_trace *t);
 
 #endif

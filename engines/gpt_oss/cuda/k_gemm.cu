@@ -34,7 +34,7 @@ template <int BM_, int BK_, int ST_, int WARPS_M_, int WARPS_N_> struct Tile {
 };
 using TileLarge = Tile<128, 32, 4, 2, 2>;   /* many rows: 4 warps of 64x64 */
 using TileLargeLo = Tile<128, 32, 3, 2, 2>; /* the same with split A (its shared memory) */
-using TileLarge8 = Tile<128, 32, 3, 2, 4>;  /* 8 warps of 64x32: the large tile until 2026-11-27 */
+using TileLarge8 = Tile<128, 32, 3, 2, 4>;  /* 8 warps of 64x32: the large tile before (bench, check) */
 using Tile64 = Tile<64, 64, 3, 2, 4>;       /* 8 warps of 32x32 */
 using Tile32 = Tile<32, 64, 4, 1, 8>;       /* 8 warps of 32x16 */
 
@@ -284,7 +284,7 @@ cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_
                             const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
                             float *split_scratch, cudaStream_t s)
 {
-    if (K % 32 || N % 8 || M == 0)
+    if (K % 32 || N % 8 || M == 0 || (tile != 0 && tile != GPT_GEMM_TILE_LARGE8))
         return cudaErrorInvalidValue;
     GemmArgs a = {};
     a.C = C;

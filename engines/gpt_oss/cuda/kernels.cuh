@@ -251,7 +251,8 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
 size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N);
 /* The same with the large tile named (for the kernel check and the step bench): 0 the
  * choice k_gemm_f16 makes, GPT_GEMM_TILE_LARGE8 the 128x128 tile of 8 warps (64x32 each)
- * in its place, which k_gemm_f16 took before its 4 warps of 64x64. */
+ * in its place, which k_gemm_f16 took before its 4 warps of 64x64.  Another value is
+ * cudaErrorInvalidValue. */
 #define GPT_GEMM_TILE_LARGE8 1u
 cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
                             const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
