@@ -54,7 +54,10 @@ static void reply_json(llmr_node_http *n, llmr_http_reply *reply, llmr_endpoint 
 static void reply_error(llmr_node_http *n, llmr_http_reply *reply, llmr_endpoint ep,
                         const llmr_oai_error *e)
 {
-    reply_json(n, reply, ep, e->status, llmr_oai_error_json(e));
+    llmr_oai_error named = *e;
+    if (ep == LLMR_EP_RESPONSES)
+        llmr_oai_responses_name_error(&named);
+    reply_json(n, reply, ep, named.status, llmr_oai_error_json(&named));
 }
 
 /* JSON as the OpenAI API writes it (floats in their shortest form); takes body. */

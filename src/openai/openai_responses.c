@@ -522,6 +522,11 @@ static void rename_fields(char *s, size_t size)
         replace_all(s, size, pairs[k][0], pairs[k][1]);
 }
 
+void llmr_oai_responses_name_error(llmr_oai_error *err)
+{
+    rename_fields(err->param, sizeof err->param);
+}
+
 /* "[n]" at *s: n, with *s moved past it; false when *s holds none. */
 static bool read_index(const char **s, size_t *n)
 {

@@ -43,6 +43,9 @@ typedef struct llmr_oai_responses {
 /* Parses and checks body.  false with *err filled (out then holds nothing). */
 bool llmr_oai_responses_parse(const char *body, size_t len, bool allow_previous,
                               llmr_oai_responses *out, llmr_oai_error *err);
+/* An error found later about the chat the request became (its chat template's, which
+ * names "messages"), its param named as the Responses request's field ("input"). */
+void llmr_oai_responses_name_error(llmr_oai_error *err);
 void llmr_oai_responses_free(llmr_oai_responses *r);
 
 /* The field of a chained request (router to node) that carries the previous response's

@@ -929,6 +929,8 @@ static bool prepare(proxied *a, const llmr_http_request *req, llmr_oai_kind kind
         llmr_strbuf_free(&prompt);
         llmr_text_spans_free(&spans);
         if (!ok) {
+            if (a->responses_api)
+                llmr_oai_responses_name_error(&e);
             llmr_http_reply_json(reply, e.status, llmr_oai_error_json(&e));
             return false;
         }

@@ -24,6 +24,9 @@ abort() { # a failure after which nothing else can be checked
 }
 
 expect 0 "synth loopback" -- "$LLMR" model synth --preset loopback --out "$tmp/data/models/loop"
+# the same model with a chat template that raises: its errors name the request's field
+cp -r "$tmp/data/models/loop" "$tmp/data/models/loopraise"
+printf '%s' "{{ raise_exception('only user turns here') }}" >"$tmp/data/models/loopraise/chat_template.jinja"
 "$LLMR" node --host 127.0.0.1 --port 0 >"$tmp/node.log" 2>&1 &
 node_pid=$!
 port=
@@ -139,6 +142,13 @@ has "$body" '"assistant"' "the chat response's role"
 post_json /v1/completions --data-binary '{"model":"loop","prompt":"hi","max_tokens":4}'
 [[ $code == 200 ]] || fail "a valid completions request: HTTP $code; body: ${body:0:300}"
 has "$body" '"text_completion"' "the completion response's object"
+
+bad "a chat whose template raises" 400 template_error messages POST "$chat" \
+  -H 'Content-Type: application/json' --data-binary "{\"model\":\"loopraise\",$msgs}"
+has "$body" "only user turns here" "the chat's 400 carries the template's message"
+bad "a response whose template raises" 400 template_error input POST /v1/responses \
+  -H 'Content-Type: application/json' --data-binary '{"model":"loopraise","input":"hi"}'
+has "$body" "only user turns here" "the response's 400 carries the template's message"
 
 req GET /health
 [[ $code == 200 ]] || fail "/health: HTTP $code"

@@ -189,6 +189,10 @@ has "$(cat "$tmp/body")" '"prompt_tokens":1,' "the node got the router's render 
 [[ $(call POST /v1/chat/completions "$infkey" '{"model": "loopraise", "messages": [{"role": "user", "content": "hi"}]}') == 400 ]] ||
   fail "a chat whose template raises: 400"
 has "$(cat "$tmp/body")" "only user turns here" "the chat's 400 carries the template's message"
+[[ $(call POST /v1/responses "$infkey" '{"model": "loopraise", "input": "hi", "store": false}') == 400 ]] ||
+  fail "a response whose template raises: 400"
+has "$(cat "$tmp/body")" "only user turns here" "the response's 400 carries the template's message"
+has "$(cat "$tmp/body")" '"param":"input"' "the response's 400 names its input, not messages"
 [[ $(call POST /v1/chat/completions "$infkey" '{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}') == 404 ]] ||
   fail "an unknown model: 404"
 [[ $(call POST /v1/chat/completions "$nodekey" '{"model": "loop", "messages": []}') == 403 ]] ||
