@@ -96,6 +96,11 @@ static const char *const MIGRATIONS[] = {
     "  status INTEGER NOT NULL,"
     "  request_id TEXT);"
     "CREATE INDEX audit_time ON audit (time_ms);",
+    /* 7: each stored response's size, and its key's responses by age (the bounds of
+     * store_responses.c) */
+    "ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE responses SET bytes = length(CAST(input AS BLOB)) + length(CAST(response AS BLOB));"
+    "CREATE INDEX responses_key ON responses (key_id, created_ms);",
 };
 #define SCHEMA_LATEST ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -341,6 +346,7 @@ llmr_status llmr_store_open(const char *path, llmr_store **out, llmr_strbuf *err
         return LLMR_OOM_RAM;
     }
     pthread_mutex_init(&s->db_lock, NULL);
+    s->response_bounds = llmr_store_response_default_bounds();
     pthread_mutex_init(&s->log_lock, NULL);
     pthread_mutex_init(&s->flush_lock, NULL);
     llmr_cond_init_monotonic(&s->log_wake); /* the log thread's waits */

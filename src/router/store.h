@@ -159,13 +159,26 @@ bool llmr_store_request_stats_since(llmr_store *s, int64_t since_ms, llmr_store_
 
 /* ---- the Responses API's stored responses (store_responses.c) ----------------------- */
 
-#define LLMR_STORE_RESPONSES_KEEP 10000     /* the newest this many are kept */
 #define LLMR_STORE_RESPONSE_MAX (8u << 20)  /* bytes of input and response JSON, each */
 
+/* What the stored responses may hold; the oldest beyond any bound go as new ones come,
+ * so one key's responses push out only its own until the table as a whole is full. */
+typedef struct llmr_store_response_bounds {
+    uint32_t keep;          /* responses in all (default 10,000) */
+    uint32_t keep_per_key;  /* responses of one key (default 1,000) */
+    uint64_t bytes;         /* bytes of input and response JSON in all (default 2 GiB) */
+    uint64_t bytes_per_key; /* of one key (default 256 MiB) */
+    int64_t max_age_ms;     /* older than this, gone (default 30 days, as OpenAI keeps them) */
+} llmr_store_response_bounds;
+llmr_store_response_bounds llmr_store_response_default_bounds(void);
+/* Replaces the bounds (the defaults at open); applied at the next put. */
+void llmr_store_set_response_bounds(llmr_store *s, const llmr_store_response_bounds *b);
+
 /* Keeps a response (its id, the input items it was given, the response object) for the
- * API key key_id ("" without auth).  The oldest beyond LLMR_STORE_RESPONSES_KEEP go.
- * INVALID_ARGUMENT when a text is over LLMR_STORE_RESPONSE_MAX, or when a response of that
- * id is stored already (never replaced: it may be another key's). */
+ * API key key_id ("" without auth), created at created_ms (the clock the age bound
+ * counts by); then trims the table to its bounds.  INVALID_ARGUMENT when a text is over
+ * LLMR_STORE_RESPONSE_MAX, or when a response of that id is stored already (never
+ * replaced: it may be another key's). */
 llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *key_id, int64_t created_ms,
                                     const json_t *input, const json_t *response, llmr_strbuf *err);
 /* The response of that key: *input and *response (new references).  NOT_FOUND when

@@ -42,6 +42,7 @@ struct llmr_store {
     char *path;
     int schema_version;
     pthread_mutex_t db_lock;
+    llmr_store_response_bounds response_bounds; /* under db_lock */
 
     /* the request log */
     pthread_mutex_t log_lock;

@@ -1,12 +1,67 @@
 /* The router's store: the Responses API's stored responses (see store.h), so that
  * GET /v1/responses/{id}, DELETE and previous_response_id find them.  Each belongs to
  * the API key that created it: another key is told there is none.  The table is
- * bounded: a response over LLMR_STORE_RESPONSE_MAX is refused, and the oldest beyond
- * LLMR_STORE_RESPONSES_KEEP are deleted as new ones come. */
+ * bounded: a response over LLMR_STORE_RESPONSE_MAX is refused, and after each new one
+ * the oldest go that are past the age bound, beyond their key's count or bytes, then
+ * beyond the table's (llmr_store_response_bounds). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "router/store_internal.h"
+
+llmr_store_response_bounds llmr_store_response_default_bounds(void)
+{
+    return (llmr_store_response_bounds){.keep = 10000,
+                                        .keep_per_key = 1000,
+                                        .bytes = 2ull << 30,
+                                        .bytes_per_key = 256ull << 20,
+                                        .max_age_ms = 30ll * 24 * 3600 * 1000};
+}
+
+void llmr_store_set_response_bounds(llmr_store *s, const llmr_store_response_bounds *b)
+{
+    pthread_mutex_lock(&s->db_lock);
+    s->response_bounds = *b;
+    pthread_mutex_unlock(&s->db_lock);
+}
+
+/* Runs sql with its ? bound in order to key (text, when not NULL), then a and b
+ * (integers; b only when sql has a third ?).  Under db_lock. */
+static bool trim_step(llmr_store *s, const char *sql, const char *key, int64_t a, int64_t b)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return false;
+    int i = 1;
+    if (key)
+        llmr_store_bind_text(st, i++, key);
+    sqlite3_bind_int64(st, i++, a);
+    if (i <= sqlite3_bind_parameter_count(st))
+        sqlite3_bind_int64(st, i, b);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE;
+}
+
+/* The stored responses within their bounds, the newest kept first.  Under db_lock. */
+static bool trim(llmr_store *s, const char *key, int64_t now_ms)
+{
+    const llmr_store_response_bounds *b = &s->response_bounds;
+    /* the newest first; a row goes once the count or the bytes up to it pass a bound */
+#define NEWEST "ORDER BY created_ms DESC, rowid DESC"
+    return trim_step(s, "DELETE FROM responses WHERE created_ms < ?", NULL, now_ms - b->max_age_ms, 0) &&
+           trim_step(s,
+                     "DELETE FROM responses WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
+                     "ROW_NUMBER() OVER (" NEWEST ") AS n, SUM(bytes) OVER (" NEWEST ") AS upto "
+                     "FROM responses WHERE key_id = ?) WHERE n > ? OR upto > ?)",
+                     key, b->keep_per_key, (int64_t)b->bytes_per_key) &&
+           trim_step(s,
+                     "DELETE FROM responses WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
+                     "ROW_NUMBER() OVER (" NEWEST ") AS n, SUM(bytes) OVER (" NEWEST ") AS upto "
+                     "FROM responses) WHERE n > ? OR upto > ?)",
+                     NULL, b->keep, (int64_t)b->bytes);
+#undef NEWEST
+}
 
 llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *key_id, int64_t created_ms,
                                     const json_t *input, const json_t *response, llmr_strbuf *err)
@@ -29,8 +84,8 @@ llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *k
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&s->db_lock);
     if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO responses (id, key_id, created_ms, input, response) "
-                           "VALUES (?, ?, ?, ?, ?)",
+                           "INSERT INTO responses (id, key_id, created_ms, input, response, bytes) "
+                           "VALUES (?, ?, ?, ?, ?, ?)",
                            -1, &st, NULL) != SQLITE_OK) {
         status = llmr_store_sql_fail(s, err, "storing a response");
         goto done;
@@ -40,6 +95,7 @@ llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *k
     sqlite3_bind_int64(st, 3, created_ms);
     llmr_store_bind_text(st, 4, input_text);
     llmr_store_bind_text(st, 5, response_text);
+    sqlite3_bind_int64(st, 6, (int64_t)(strlen(input_text) + strlen(response_text)));
     int rc = sqlite3_step(st);
     if ((rc & 0xff) == SQLITE_CONSTRAINT) { /* never replaced: it may be another key's */
         llmr_strbuf_printf(err, "a response with id '%.64s' is stored already", id);
@@ -52,12 +108,7 @@ llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *k
     }
     sqlite3_finalize(st);
     st = NULL;
-    char trim[200];
-    snprintf(trim, sizeof trim,
-             "DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY created_ms DESC, "
-             "rowid DESC LIMIT -1 OFFSET %d)",
-             LLMR_STORE_RESPONSES_KEEP);
-    if (sqlite3_exec(s->db, trim, NULL, NULL, NULL) != SQLITE_OK)
+    if (!trim(s, key_id ? key_id : "", created_ms))
         status = llmr_store_sql_fail(s, err, "trimming the stored responses");
 done:
     sqlite3_finalize(st);

@@ -995,6 +995,113 @@ TEST(a_stored_response_is_never_replaced_by_another_key)
     llmr_store_close(s);
 }
 
+/* put_response: response id for key at created_ms, its input padding bytes long. */
+static llmr_status put_response(llmr_store *s, const char *id, const char *key, int64_t created_ms,
+                                size_t padding)
+{
+    char *pad = malloc(padding + 1);
+    memset(pad, 'x', padding);
+    pad[padding] = '\0';
+    json_t *in = json_pack("[{s:s}]", "text", pad), *resp = json_pack("{s:s}", "id", id);
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_status st = llmr_store_response_put(s, id, key, created_ms, in, resp, &err);
+    llmr_strbuf_free(&err);
+    json_decref(in);
+    json_decref(resp);
+    free(pad);
+    return st;
+}
+
+static bool response_kept(llmr_store *s, const char *id, const char *key)
+{
+    json_t *in = NULL, *resp = NULL;
+    llmr_strbuf err = LLMR_STRBUF_INIT;
+    llmr_status st = llmr_store_response_get(s, id, key, &in, &resp, &err);
+    json_decref(in);
+    json_decref(resp);
+    llmr_strbuf_free(&err);
+    return st == LLMR_OK;
+}
+
+/* The stored responses are bounded by age, per key (count and bytes) and in all: the
+ * oldest go first, and one key's many responses push out only its own until the table
+ * is full. */
+TEST(stored_responses_stay_within_their_bounds_oldest_first)
+{
+    llmr_store *s = open_new(NULL);
+    if (!s)
+        return;
+    llmr_store_response_bounds b = llmr_store_response_default_bounds();
+    CHECK(b.keep >= 1000 && b.keep_per_key >= 100 && b.bytes_per_key >= 2ull * LLMR_STORE_RESPONSE_MAX &&
+          b.max_age_ms >= 24ll * 3600 * 1000);
+    b.keep = 4;
+    b.keep_per_key = 2;
+    llmr_store_set_response_bounds(s, &b);
+    /* a's third pushes out a's first; b's are untouched */
+    CHECK_EQ_INT(put_response(s, "b1", "key-b", 10, 10), LLMR_OK);
+    CHECK_EQ_INT(put_response(s, "a1", "key-a", 11, 10), LLMR_OK);
+    CHECK_EQ_INT(put_response(s, "a2", "key-a", 12, 10), LLMR_OK);
+    CHECK_EQ_INT(put_response(s, "a3", "key-a", 13, 10), LLMR_OK);
+    CHECK(!response_kept(s, "a1", "key-a"));
+    CHECK(response_kept(s, "a2", "key-a") && response_kept(s, "a3", "key-a"));
+    CHECK(response_kept(s, "b1", "key-b"));
+    /* five in all past keep 4: the oldest of the table goes, whoever's */
+    CHECK_EQ_INT(put_response(s, "c1", "key-c", 14, 10), LLMR_OK);
+    CHECK_EQ_INT(put_response(s, "c2", "key-c", 15, 10), LLMR_OK);
+    CHECK(!response_kept(s, "b1", "key-b"));
+    CHECK(response_kept(s, "a2", "key-a") && response_kept(s, "c2", "key-c"));
+    /* bytes: a key's newest that fit in bytes_per_key stay */
+    b = llmr_store_response_default_bounds();
+    b.bytes_per_key = 2500;
+    llmr_store_set_response_bounds(s, &b);
+    CHECK_EQ_INT(put_response(s, "d1", "key-d", 20, 1000), LLMR_OK);
+    CHECK_EQ_INT(put_response(s, "d2", "key-d", 21, 1000), LLMR_OK);
+    CHECK(response_kept(s, "d1", "key-d"));
+    CHECK_EQ_INT(put_response(s, "d3", "key-d", 22, 1000), LLMR_OK);
+    CHECK(!response_kept(s, "d1", "key-d"));
+    CHECK(response_kept(s, "d2", "key-d") && response_kept(s, "d3", "key-d"));
+    /* the table's bytes */
+    b.bytes_per_key = b.bytes = 2500;
+    llmr_store_set_response_bounds(s, &b);
+    CHECK_EQ_INT(put_response(s, "e1", "key-e", 23, 1000), LLMR_OK);
+    CHECK(!response_kept(s, "d2", "key-d"));
+    CHECK(response_kept(s, "d3", "key-d") && response_kept(s, "e1", "key-e"));
+    CHECK(!response_kept(s, "a2", "key-a")); /* older and small, but past the bytes */
+    /* age: one created a day past the bound sweeps out everything before it */
+    b = llmr_store_response_default_bounds();
+    b.max_age_ms = 1000;
+    llmr_store_set_response_bounds(s, &b);
+    CHECK_EQ_INT(put_response(s, "f1", "key-f", 100000, 10), LLMR_OK);
+    CHECK(!response_kept(s, "d3", "key-d") && !response_kept(s, "e1", "key-e"));
+    CHECK(response_kept(s, "f1", "key-f"));
+    llmr_store_close(s);
+}
+
+/* A version 6 table of responses (no sizes) migrates: each row's size is counted. */
+TEST(a_version_6_responses_table_gets_its_sizes)
+{
+    const char *path;
+    llmr_store *s = open_new(&path);
+    if (!s)
+        return;
+    CHECK_EQ_INT(put_response(s, "old", "key-a", 1, 500), LLMR_OK);
+    llmr_store_close(s);
+    sqlite3 *db = NULL;
+    CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(db,
+                              "DROP INDEX responses_key; ALTER TABLE responses DROP COLUMN bytes;"
+                              "PRAGMA user_version = 6",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    s = reopen(path);
+    if (!s)
+        return;
+    CHECK(response_kept(s, "old", "key-a"));
+    llmr_store_close(s);
+    CHECK(raw_int(path, "SELECT bytes FROM responses WHERE id = 'old'") > 500);
+}
+
 TEST(a_key_keeps_its_limits_and_an_update_changes_only_those_given)
 {
     const char *path;
@@ -1085,6 +1192,8 @@ int main(void)
     RUN(a_committed_model_survives_sigkill_and_a_half_transaction_does_not);
     RUN(threads_share_one_store);
     RUN(a_stored_response_is_never_replaced_by_another_key);
+    RUN(stored_responses_stay_within_their_bounds_oldest_first);
+    RUN(a_version_6_responses_table_gets_its_sizes);
     RUN(a_key_keeps_its_limits_and_an_update_changes_only_those_given);
     RUN(the_audit_log_keeps_who_what_when_and_the_result_newest_first);
     return llmr_test_finish();
