@@ -100,7 +100,9 @@ static const char *const MIGRATIONS[] = {
      * store_responses.c) */
     "ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;"
     "UPDATE responses SET bytes = length(CAST(input AS BLOB)) + length(CAST(response AS BLOB));"
-    "CREATE INDEX responses_key ON responses (key_id, created_ms);",
+    "DROP INDEX responses_created;"
+    "CREATE INDEX responses_created ON responses (created_ms, bytes);"
+    "CREATE INDEX responses_key ON responses (key_id, created_ms, bytes);",
 };
 #define SCHEMA_LATEST ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 

@@ -25,42 +25,83 @@ void llmr_store_set_response_bounds(llmr_store *s, const llmr_store_response_bou
     pthread_mutex_unlock(&s->db_lock);
 }
 
-/* Runs sql with its ? bound in order to key (text, when not NULL), then a and b
- * (integers; b only when sql has a third ?).  Under db_lock. */
-static bool trim_step(llmr_store *s, const char *sql, const char *key, int64_t a, int64_t b)
+/* Prepares sql and binds key (when not NULL) to its first ?.  NULL on failure. */
+static sqlite3_stmt *prepare_for(llmr_store *s, const char *sql, const char *key)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return false;
-    int i = 1;
+        return NULL;
     if (key)
-        llmr_store_bind_text(st, i++, key);
-    sqlite3_bind_int64(st, i++, a);
-    if (i <= sqlite3_bind_parameter_count(st))
-        sqlite3_bind_int64(st, i, b);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE;
+        llmr_store_bind_text(st, 1, key);
+    return st;
 }
 
-/* The stored responses within their bounds, the newest kept first.  Under db_lock. */
+/* The oldest responses (of key, or of all when NULL) beyond keep or bytes, deleted: the
+ * count and size first (covering indexes: cheap), then, only when over, the oldest rows
+ * walked until what is left fits.  Under db_lock. */
+static bool trim_oldest(llmr_store *s, const char *key, uint32_t keep, uint64_t bytes)
+{
+    sqlite3_stmt *st = prepare_for(s, key ? "SELECT count(*), coalesce(sum(bytes), 0) FROM responses "
+                                            "WHERE key_id = ?"
+                                          : "SELECT count(*), coalesce(sum(bytes), 0) FROM responses",
+                                   key);
+    if (!st || sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return false;
+    }
+    int64_t over_n = sqlite3_column_int64(st, 0) - (int64_t)keep;
+    int64_t over_bytes = sqlite3_column_int64(st, 1) - (int64_t)bytes;
+    sqlite3_finalize(st);
+    if (over_n <= 0 && over_bytes <= 0)
+        return true;
+    st = prepare_for(s, key ? "SELECT rowid, bytes FROM responses WHERE key_id = ? ORDER BY created_ms, rowid"
+                            : "SELECT rowid, bytes FROM responses ORDER BY created_ms, rowid",
+                     key);
+    int64_t *gone = NULL;
+    size_t n_gone = 0, cap = 0;
+    int rc = st ? SQLITE_ROW : SQLITE_ERROR;
+    while ((over_n > 0 || over_bytes > 0) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n_gone == cap) {
+            cap = cap ? 2 * cap : 64;
+            int64_t *grown = realloc(gone, cap * sizeof *gone);
+            if (!grown) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            gone = grown;
+        }
+        gone[n_gone++] = sqlite3_column_int64(st, 0);
+        over_n--;
+        over_bytes -= sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    bool ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
+    st = ok && n_gone ? prepare_for(s, "DELETE FROM responses WHERE rowid = ?", NULL) : NULL;
+    ok = ok && (!n_gone || st);
+    for (size_t i = 0; ok && i < n_gone; i++) {
+        sqlite3_bind_int64(st, 1, gone[i]);
+        ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    free(gone);
+    return ok;
+}
+
+/* The stored responses within their bounds: past the age, then the key's own, then the
+ * table's.  Under db_lock. */
 static bool trim(llmr_store *s, const char *key, int64_t now_ms)
 {
     const llmr_store_response_bounds *b = &s->response_bounds;
-    /* the newest first; a row goes once the count or the bytes up to it pass a bound */
-#define NEWEST "ORDER BY created_ms DESC, rowid DESC"
-    return trim_step(s, "DELETE FROM responses WHERE created_ms < ?", NULL, now_ms - b->max_age_ms, 0) &&
-           trim_step(s,
-                     "DELETE FROM responses WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
-                     "ROW_NUMBER() OVER (" NEWEST ") AS n, SUM(bytes) OVER (" NEWEST ") AS upto "
-                     "FROM responses WHERE key_id = ?) WHERE n > ? OR upto > ?)",
-                     key, b->keep_per_key, (int64_t)b->bytes_per_key) &&
-           trim_step(s,
-                     "DELETE FROM responses WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
-                     "ROW_NUMBER() OVER (" NEWEST ") AS n, SUM(bytes) OVER (" NEWEST ") AS upto "
-                     "FROM responses) WHERE n > ? OR upto > ?)",
-                     NULL, b->keep, (int64_t)b->bytes);
-#undef NEWEST
+    sqlite3_stmt *st = prepare_for(s, "DELETE FROM responses WHERE created_ms < ?", NULL);
+    bool ok = st != NULL;
+    if (ok) {
+        sqlite3_bind_int64(st, 1, now_ms - b->max_age_ms);
+        ok = sqlite3_step(st) == SQLITE_DONE;
+    }
+    sqlite3_finalize(st);
+    return ok && trim_oldest(s, key, b->keep_per_key, b->bytes_per_key) &&
+           trim_oldest(s, NULL, b->keep, b->bytes);
 }
 
 llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *key_id, int64_t created_ms,

@@ -1089,7 +1089,9 @@ TEST(a_version_6_responses_table_gets_its_sizes)
     sqlite3 *db = NULL;
     CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
     CHECK_EQ_INT(sqlite3_exec(db,
-                              "DROP INDEX responses_key; ALTER TABLE responses DROP COLUMN bytes;"
+                              "DROP INDEX responses_key; DROP INDEX responses_created;"
+                              "ALTER TABLE responses DROP COLUMN bytes;"
+                              "CREATE INDEX responses_created ON responses (created_ms);"
                               "PRAGMA user_version = 6",
                               NULL, NULL, NULL),
                  SQLITE_OK);
