@@ -406,14 +406,23 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
             *dns = upload(dn.scales);
     float *gubias = upload(gu.bias), *dnbias = upload(dn.bias);
     f16 *dact = dev<f16>((size_t)T * k * I);
-    /* CPU: per pair, the expert's gate_up on the token's row, then SwiGLU */
-    std::vector<float> want_act((size_t)T * k * I), gu_out(2 * I);
-    for (uint32_t p = 0; p < T * k; p++) {
-        gpt_mxfp4 m = gu.view(ids[p]);
-        gpt_linear_mxfp4(pool, gu_out.data(), &xf[(size_t)(p / k) * H], 1, &m,
-                         &gu.bias[(size_t)ids[p] * 2 * I]);
-        for (uint32_t i = 0; i < I; i++)
-            want_act[(size_t)slot[p] * I + i] = swiglu_ref(gu_out[2 * i], gu_out[2 * i + 1]);
+    /* CPU: per expert, its gate_up on its slots' token rows (one call: each weight row
+     * decoded once for all of them), then SwiGLU */
+    std::vector<float> want_act((size_t)T * k * I), gu_in, gu_out;
+    for (uint32_t e = 0; e < E; e++) {
+        uint32_t n = off[e + 1] - off[e];
+        if (!n)
+            continue;
+        gu_in.resize((size_t)n * H);
+        gu_out.resize((size_t)n * 2 * I);
+        for (uint32_t j = 0; j < n; j++)
+            memcpy(&gu_in[(size_t)j * H], &xf[(size_t)rows[off[e] + j] * H], H * sizeof(float));
+        gpt_mxfp4 m = gu.view(e);
+        gpt_linear_mxfp4(pool, gu_out.data(), gu_in.data(), n, &m, &gu.bias[(size_t)e * 2 * I]);
+        for (uint32_t j = 0; j < n; j++)
+            for (uint32_t i = 0; i < I; i++)
+                want_act[(size_t)(off[e] + j) * I + i] =
+                    swiglu_ref(gu_out[(size_t)j * 2 * I + 2 * i], gu_out[(size_t)j * 2 * I + 2 * i + 1]);
     }
     /* every tile on the same products (0: the one k_gemm_mxfp4_grouped picks, last, so
      * that its act feeds down) */
@@ -432,10 +441,11 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
 
     float *dout = dev<float>((size_t)T * k * H);
     std::vector<float> want_out((size_t)T * k * H), out;
-    for (uint32_t p = 0; p < T * k; p++) {
-        gpt_mxfp4 m = dn.view(ids[p]);
-        gpt_linear_mxfp4(pool, &want_out[(size_t)slot[p] * H], &act[(size_t)slot[p] * I], 1, &m,
-                         &dn.bias[(size_t)ids[p] * H]);
+    for (uint32_t e = 0; e < E; e++) { /* an expert's slots are contiguous: one call each */
+        gpt_mxfp4 m = dn.view(e);
+        if (off[e + 1] > off[e])
+            gpt_linear_mxfp4(pool, &want_out[(size_t)off[e] * H], &act[(size_t)off[e] * I],
+                             off[e + 1] - off[e], &m, &dn.bias[(size_t)e * H]);
     }
     for (uint32_t tile : tiles) {
         check(k_gemm_mxfp4_grouped_tile(tile, dout, NULL, dact, NULL, dnb, dns, dnbias, doff, E, T,
