@@ -124,6 +124,11 @@ llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *k
     llmr_status status = LLMR_OK;
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&s->db_lock);
+    /* the response and the trim it makes: one transaction (all or nothing, one commit) */
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        status = llmr_store_sql_fail(s, err, "storing a response");
+        goto unlock;
+    }
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO responses (id, key_id, created_ms, input, response, bytes) "
                            "VALUES (?, ?, ?, ?, ?, ?)",
@@ -151,8 +156,13 @@ llmr_status llmr_store_response_put(llmr_store *s, const char *id, const char *k
     st = NULL;
     if (!trim(s, key_id ? key_id : "", created_ms))
         status = llmr_store_sql_fail(s, err, "trimming the stored responses");
+    else if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        status = llmr_store_sql_fail(s, err, "storing a response");
 done:
     sqlite3_finalize(st);
+    if (status != LLMR_OK)
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+unlock:
     pthread_mutex_unlock(&s->db_lock);
     free(input_text);
     free(response_text);
