@@ -377,7 +377,7 @@ bool gpt_loop_start(llmr_engine_model *e, uint32_t max_batch, char err[GPT_ERR_M
     }
     pthread_mutex_init(&L->lock, NULL);
     pthread_cond_init(&L->wake, NULL);
-    gpt_step_trace_open(&L->trace);
+    gpt_step_trace_open(&L->trace, gpt_host());
     if (pthread_create(&L->thread, NULL, loop_main, L) != 0) {
         snprintf(err, GPT_ERR_MAX, "cannot start the step loop's thread");
         llmr_sched_free(&L->sched);

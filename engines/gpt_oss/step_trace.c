@@ -8,19 +8,17 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
+static uint64_t now_ns(const gpt_step_trace *t)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return t->host->now_ns(t->host->ctx);
 }
 
-void gpt_step_trace_open(gpt_step_trace *t)
+void gpt_step_trace_open(gpt_step_trace *t, const llmr_host_api *host)
 {
     memset(t, 0, sizeof *t);
+    t->host = host;
     const char *path = getenv("LLMR_STEP_TRACE");
     if (!path || !*path)
         return;
@@ -34,7 +32,7 @@ void gpt_step_trace_open(gpt_step_trace *t)
     }
     setvbuf(t->out, NULL, _IOLBF, 0); /* a line a step: whole lines if the process dies */
     fprintf(t->out, "# start_us items decode_items tokens waiting running step_us\n");
-    t->origin_ns = now_ns();
+    t->origin_ns = now_ns(t);
 }
 
 void gpt_step_trace_begin(gpt_step_trace *t, const llmr_sched *s, const llmr_sched_step *step)
@@ -50,14 +48,14 @@ void gpt_step_trace_begin(gpt_step_trace *t, const llmr_sched *s, const llmr_sch
     }
     t->waiting = s->n_waiting;
     t->running = s->n_running;
-    t->step_ns = now_ns();
+    t->step_ns = now_ns(t);
 }
 
 void gpt_step_trace_end(gpt_step_trace *t)
 {
     if (!t->out)
         return;
-    uint64_t end = now_ns();
+    uint64_t end = now_ns(t);
     fprintf(t->out, "%llu %u %u %u %u %u %llu\n",
             (unsigned long long)((t->step_ns - t->origin_ns) / 1000), t->items, t->decode_items,
             t->tokens, t->waiting, t->running, (unsigned long long)((end - t->step_ns) / 1000));

@@ -14,17 +14,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "llmr/engine.h"
 #include "scheduler.h"
 
 typedef struct gpt_step_trace {
     FILE *out; /* NULL: tracing is off */
+    const llmr_host_api *host; /* its clock */
     uint64_t origin_ns, step_ns;
     uint32_t items, decode_items, tokens, waiting, running; /* the step begun */
 } gpt_step_trace;
 
-/* Opens the trace when LLMR_STEP_TRACE is set; a file that cannot be opened is said on
- * stderr once and tracing stays off. */
-void gpt_step_trace_open(gpt_step_trace *t);
+/* Opens the trace when LLMR_STEP_TRACE is set, timed by the host's clock; a file that
+ * cannot be opened is said on stderr once and tracing stays off. */
+void gpt_step_trace_open(gpt_step_trace *t, const llmr_host_api *host);
 /* The start of step `step` of scheduler s (its plan made, not yet run); nothing when
  * tracing is off. */
 void gpt_step_trace_begin(gpt_step_trace *t, const llmr_sched *s, const llmr_sched_step *step);
