@@ -8,6 +8,7 @@
  *                     request's chunk runs through its own cache (cpu_forward.h)
  *   gpu_step.c        on the GPU, a step is one forward pass of every request's tokens
  *                     over the paged KV cache (cuda/gpt_cuda.h)
+ *   step_trace.c      the step loop's development trace (LLMR_STEP_TRACE)
  *
  * A request belongs to the model's list from submit until it is reaped after its last
  * event (done).  Its fields are written by submit before it is shared, then only by the
