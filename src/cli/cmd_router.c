@@ -16,7 +16,8 @@ static void help(FILE *out)
             "                   [--key-rpm N] [--key-concurrent N] [--key-tpm N]\n"
             "                   [--shutdown-grace SECONDS] [--node-max-outstanding N]\n"
             "                   [--max-connections N] [--max-connections-per-client N]\n"
-            "                   [--header-timeout SECONDS] [--body-timeout SECONDS]\n\n"
+            "                   [--header-timeout SECONDS] [--body-timeout SECONDS]\n"
+            "                   [--responses-retention HOURS]\n\n"
             "Runs the router on --host and --port: the OpenAI API (/v1) in front of the nodes\n"
             "that register with it, model registration and manifests, node registration and\n"
             "heartbeats, API keys (/v0).  Its store is DATA_DIR/router.db.  On first start it\n"
@@ -62,6 +63,8 @@ static void help(FILE *out)
             "  --header-timeout S        a connection that has not sent a request's headers\n"
             "                            S seconds after it opened is closed (default 10)\n"
             "  --body-timeout S          likewise for its body, from the headers (default 60)\n"
+            "  --responses-retention H   stored responses (POST /v1/responses with store) go\n"
+            "                            after H hours, 1 to 87600 (default 720: 30 days)\n"
             "SIGINT or SIGTERM stops it: it stops accepting, lets running requests finish\n"
             "for up to --shutdown-grace seconds (default 30), then ends the streams still\n"
             "open with an error event (a request still waiting for a node gets one at once).\n"
@@ -103,7 +106,7 @@ static int run(int argc, char **argv, const llmr_config *cfg)
                 o.node_expire_ms = (unsigned)(s * 1000);
         } else if ((!strcmp(argv[i], "--key-rpm") || !strcmp(argv[i], "--key-concurrent") ||
                     !strcmp(argv[i], "--key-tpm") || !strcmp(argv[i], "--shutdown-grace") ||
-                    !strcmp(argv[i], "--node-max-outstanding")) &&
+                    !strcmp(argv[i], "--node-max-outstanding") || !strcmp(argv[i], "--responses-retention")) &&
                    i + 1 < argc) {
             char *end = NULL;
             const char *flag = argv[i], *v = argv[++i];
@@ -116,9 +119,14 @@ static int run(int argc, char **argv, const llmr_config *cfg)
                            : !strcmp(flag, "--key-concurrent") ? &o.key_concurrent_requests
                            : !strcmp(flag, "--key-tpm")        ? &o.key_tokens_per_minute
                            : !strcmp(flag, "--shutdown-grace") ? &o.shutdown_grace_s
+                           : !strcmp(flag, "--responses-retention") ? &o.responses_retention_h
                                                                : &o.node_max_outstanding;
             if (to == &o.node_max_outstanding && n == 0) {
                 llmr_cli_error("router", "--node-max-outstanding takes 1 or more");
+                return LLMR_EXIT_USAGE;
+            }
+            if (to == &o.responses_retention_h && (n == 0 || n > 87600)) {
+                llmr_cli_error("router", "--responses-retention takes hours, 1 to 87600, not \"%s\"", v);
                 return LLMR_EXIT_USAGE;
             }
             *to = (unsigned)n;

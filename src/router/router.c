@@ -40,6 +40,7 @@ void llmr_router_options_default(llmr_router_options *o)
     o->heartbeat_s = 5;
     o->node_max_outstanding = 256;
     o->queue_max = 1024;
+    o->responses_retention_h = 720;
     o->max_connections = 4096;
     o->queue_timeout_ms = 30000;
     o->max_body = 8u << 20;
@@ -365,6 +366,11 @@ llmr_status llmr_router_start(const llmr_router_options *o, llmr_router **out, l
     if (st == LLMR_OK)
         st = llmr_store_open(db, &r->store, err);
     free(db);
+    if (st == LLMR_OK && r->o.responses_retention_h) {
+        llmr_store_response_bounds bounds = llmr_store_response_default_bounds();
+        bounds.max_age_ms = (int64_t)r->o.responses_retention_h * 3600 * 1000;
+        llmr_store_set_response_bounds(r->store, &bounds);
+    }
     if (st == LLMR_OK)
         st = router_bootstrap_admin(r, err);
     if (st == LLMR_OK && !(r->nodes = llmr_node_registry_new(r->o.node_offline_ms)))

@@ -60,6 +60,8 @@ typedef struct llmr_router_options {
     unsigned key_requests_per_minute, key_concurrent_requests, key_tokens_per_minute;
     unsigned shutdown_grace_s;     /* llmr_router_shutdown: how long running requests may
                                       go on; default 30 */
+    unsigned responses_retention_h; /* stored responses older than this go; default 720
+                                       (30 days) */
     llmr_http_limits http_limits;  /* clients' connections (its max_connections, when
                                       set, wins over the one above); 0 fields: defaults */
 } llmr_router_options;

@@ -34,7 +34,7 @@ wait_port() { # FILE: the port a process wrote
 }
 
 # --- the router
-LLMR_DATA_DIR="$tmp/router" LLMR_ADMIN_KEY=$admin "$LLMR" router --port 0 >"$tmp/router.log" 2>&1 &
+LLMR_DATA_DIR="$tmp/router" LLMR_ADMIN_KEY=$admin "$LLMR" router --port 0 --responses-retention 1 >"$tmp/router.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 200); do grep -q "listening on" "$tmp/router.log" && break; sleep 0.05; done
 rport=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$tmp/router.log" | grep -o '[0-9]*$')
@@ -189,6 +189,21 @@ has "$(cat "$tmp/body")" '"prompt_tokens":1,' "the node got the router's render 
 [[ $(call POST /v1/chat/completions "$infkey" '{"model": "loopraise", "messages": [{"role": "user", "content": "hi"}]}') == 400 ]] ||
   fail "a chat whose template raises: 400"
 has "$(cat "$tmp/body")" "only user turns here" "the chat's 400 carries the template's message"
+# --responses-retention 1: a stored response two hours old goes when the next is stored; one
+# half an hour old stays
+python3 - "$tmp/router/router.db" <<'PY'
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], timeout=10)
+now = int(time.time() * 1000)
+for rid, age_h in (("resp_old", 2), ("resp_recent", 0.5)):
+    c.execute("INSERT INTO responses (id, key_id, created_ms, input, response, bytes) VALUES (?, '', ?, '[]', '{}', 4)",
+              (rid, now - int(age_h * 3600 * 1000)))
+c.commit()
+PY
+[[ $(call POST /v1/responses "$infkey" '{"model": "loopq", "input": "hi", "max_output_tokens": 2}') == 200 ]] ||
+  fail "a stored response: $(cat "$tmp/body")"
+kept=$(python3 -c 'import sqlite3,sys; print(",".join(r[0] for r in sqlite3.connect(sys.argv[1]).execute("SELECT id FROM responses WHERE id IN (?, ?) ORDER BY id", ("resp_old", "resp_recent"))))' "$tmp/router/router.db")
+[[ $kept == resp_recent ]] || fail "--responses-retention 1 keeps \"$kept\" of resp_old and resp_recent, wanted resp_recent"
 [[ $(call POST /v1/responses "$infkey" '{"model": "loopraise", "input": "hi", "store": false}') == 400 ]] ||
   fail "a response whose template raises: 400"
 has "$(cat "$tmp/body")" "only user turns here" "the response's 400 carries the template's message"
