@@ -18,7 +18,9 @@
  * output on the GPU independent of the requests it shares steps with (one order of
  * every sum whatever the batch, at a cost docs/batching.md gives; the CPU path is so
  * already); "kv_dtype": "fp16" (default) or "fp8" (e4m3 with a scale per row: 1.9 times
- * the positions, accuracy in docs/gpt-oss-cuda.md), the GPU's KV cache.  The host's
+ * the positions, accuracy in docs/gpt-oss-cuda.md), the GPU's KV cache; "cublas": 0 keeps
+ * the dense products of multi-token steps on the engine's own kernels where the CUDA
+ * toolkit's cuBLAS is on the machine (default: cuBLAS there).  The host's
  * max_batch is how
  * many requests the step loop runs together (default 16 on the CPU, 256 on the GPU). */
 #ifndef _POSIX_C_SOURCE
@@ -163,11 +165,12 @@ static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *
     gp.kv_pool_bytes = llmr_engine_option_u64(p->options_json, "kv_pool_mb", 0) << 20;
     gp.vram_budget = p->vram_budget;
     gp.batch_invariant = llmr_engine_option_u64(p->options_json, "batch_invariant", 0) != 0;
+    gp.own_gemm = llmr_engine_option_u64(p->options_json, "cublas", 1) == 0;
     gp.kv_fp8 = e->kv_fp8;
     gp.progress = log_upload;
     gp.user = &up;
     llmr_status st = gpt_cuda_load(&e->m, &gp, &e->gpu, thread_error);
-    char line[ERR_MAX + 128];
+    char line[ERR_MAX + 512];
     if (st == LLMR_UNSUPPORTED) {
         snprintf(line, sizeof line, "%s: %s; running on the CPU", desc->name, thread_error);
         host->log(host->ctx, LLMR_ENGINE_LOG_WARN, line);
@@ -180,13 +183,13 @@ static llmr_status load_gpu(llmr_engine_model *e, const llmr_engine_model_desc *
     gpt_cuda_kv(e->gpu, &kv);
     snprintf(line, sizeof line,
              "%s: %u layers on %s in %.2f s: %.2f GB of VRAM with a KV cache of %llu tokens "
-             "(%s, blocks of %u), up to %u tokens a request%s",
+             "(%s, blocks of %u), up to %u tokens a request; dense products: %s%s",
              desc->name, e->m.cfg.layers, gpt_cuda_device_name(e->gpu),
              (double)(host->now_ns(host->ctx) - up.started_ns) / 1e9,
              gpt_cuda_vram_bytes(e->gpu) / 1e9,
              (unsigned long long)kv.full_blocks * kv.block_tokens,
              kv.fp8 ? "fp8 e4m3 with a scale per row" : "fp16", kv.block_tokens, e->context,
-             gp.batch_invariant ? "; batch-invariant: answers independent of the batch" : "");
+             gpt_cuda_dense_products(e->gpu), gp.batch_invariant ? "; batch-invariant: answers independent of the batch" : "");
     host->log(host->ctx, LLMR_ENGINE_LOG_INFO, line);
     return LLMR_OK;
 }

@@ -12,7 +12,7 @@
  * stand for prefill chunks (their lm_head and pick take 256 rows).
  * It checks nothing: correctness is gpt-oss-kernel-check's.
  *
- * Usage: gpt-oss-step-kernel-bench [--batch 8,64,256] [--context 300] [--reps N] */
+ * Usage: gpt-oss-step-kernel-bench [--batch 8,64,256] [--context 300] [--reps N] [--gemm-shapes] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench_weights.cuh"
+#include "blas_gemm.cuh"
 
 static const uint32_t LAYERS = BW_LAYERS, E = BW_E, K = 4, H = BW_H, I = BW_I, HEADS = 64, KVH = 8,
                       HD = 64, QW = HEADS * HD, QKV = QW + 2 * KVH * HD, VOCAB = 201088, B = 16;
@@ -58,8 +59,11 @@ int main(int argc, char **argv)
 {
     std::vector<uint32_t> batches = {8, 64, 256};
     uint32_t context = 300;
+    bool shapes_only = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+        if (!strcmp(argv[i], "--gemm-shapes"))
+            shapes_only = true;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--context") && i + 1 < argc)
             context = (uint32_t)atoi(argv[++i]);
@@ -68,7 +72,8 @@ int main(int argc, char **argv)
             for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ","))
                 batches.push_back((uint32_t)atoi(t));
         } else {
-            fprintf(stderr, "usage: %s [--batch 8,64,256] [--context 300] [--reps N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--batch 8,64,256] [--context 300] [--reps N] [--gemm-shapes]\n"
+                            "  --gemm-shapes: only the dense products (QKV, O, lm_head) in every shape\n", argv[0]);
             return 2;
         }
     }
@@ -93,6 +98,7 @@ int main(int argc, char **argv)
     float *nw = dev<float>(H), *sinks = dev<float>(HEADS), *ew = dev<float>(TMAX * K);
     float *logits = dev<float>((size_t)TMAX * VOCAB), *xg = dev<float>((size_t)TMAX * H);
     float *parts = dev<float>(k_gemm_split_scratch_bytes(256, QKV) / 4 + 1);
+    float *shape_parts = dev<float>((size_t)GPT_GEMM_SPLITS_MAX * TMAX * QKV); /* the shapes' sweep */
     float *asplit = dev<float>(k_attention_paged_scratch_floats(TMAX, HEADS, HD));
     f16 *xn = dev<f16>((size_t)TMAX * H), *xn_lo = dev<f16>((size_t)TMAX * H);
     f16 *attn = dev<f16>((size_t)TMAX * QW), *attn_lo = dev<f16>((size_t)TMAX * QW);
@@ -161,8 +167,61 @@ int main(int argc, char **argv)
     fill_floats<<<64, 256>>>(reinterpret_cast<float *>(cs), (size_t)(context + 1) * HD, 12);
     CUDA_OK(cudaDeviceSynchronize());
 
+    char blas_why[160] = "";
+    BlasGemm *blas = blas_gemm_open(blas_why, sizeof blas_why);
+    if (!blas)
+        printf("cuBLAS: not used (%s)\n", blas_why);
+    /* a dense product as the engine's step runs it (gpt_cuda_step.cu): cuBLAS where it is
+     * there, else k_gemm_f16 */
+    auto dense = [&](float *C, const f16 *A, const f16 *A_lo, const f16 *Bw, uint32_t M, uint32_t N,
+                     uint32_t Kd, int acc, float *scratch) {
+        return blas && (M > 64 || !scratch) ? blas_gemm_f16(blas, C, A, A_lo, Bw, NULL, M, N, Kd, acc, 0)
+                    : k_gemm_f16(C, A, A_lo, Bw, NULL, M, N, Kd, acc, scratch, 0);
+    };
+    /* the dense products in every shape k_gemm_f16_shape takes (tile rows x parts of K)
+     * against the one k_gemm_f16 picks, µs a launch */
+    auto sweep_shapes = [&](uint32_t T, uint32_t LR) {
+        const uint32_t parts_n[] = {1, 2, 3, 4, 5, 6, 8};
+        for (int which = 0; which < 2; which++) {
+            auto one = [&](uint32_t bm, uint32_t sp) {
+                return time_us([&](uint32_t l) {
+                    if (bm == 0) /* the pick */
+                        return which ? k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, parts, 0)
+                                     : k_gemm_f16(qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, parts, 0);
+                    return which ? k_gemm_f16_shape(bm, sp, x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, shape_parts, 0)
+                                 : k_gemm_f16_shape(bm, sp, qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, shape_parts, 0);
+                });
+            };
+            printf("%5u rows, %s: picked %.1f;", T, which ? "o  " : "qkv", one(0, 1));
+            for (uint32_t bm : {32u, 64u, 128u})
+                for (uint32_t sp : parts_n)
+                    printf(" %ux%u %.1f", bm, sp, one(bm, sp));
+            printf("\n");
+        }
+        if (blas) {
+            double q = time_us([&](uint32_t l) { return blas_gemm_f16(blas, qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, 0); });
+            double o = time_us([&](uint32_t l) { return blas_gemm_f16(blas, x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, 0); });
+            double lmb = time_us([&](uint32_t l) { (void)l; return blas_gemm_f16(blas, logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, 0); });
+            printf("%5u rows, cuBLAS: qkv %.1f, o %.1f, lm_head %.1f\n", T, q, o, lmb);
+        }
+        printf("%5u rows, lm_head over %u: picked %.1f;", T, LR, time_us([&](uint32_t l) {
+                   (void)l;
+                   return k_gemm_f16(logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0);
+               }));
+        for (uint32_t bm : {32u, 64u, 128u})
+            printf(" %ux1 %.1f", bm, time_us([&](uint32_t l) {
+                       (void)l;
+                       return k_gemm_f16_shape(bm, 1, logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0);
+                   }));
+        printf("\n");
+    };
+
     for (uint32_t T : batches) {
         const uint32_t LR = T < 256 ? T : 256; /* lm_head's rows */
+        if (shapes_only) {
+            sweep_shapes(T, LR);
+            continue;
+        }
         uint32_t blocks_ = T * KVH, want = (2u * prop.multiProcessorCount + blocks_ - 1) / blocks_;
         uint32_t tiles = (context + 63) / 64, splits = want < tiles ? want : tiles;
         splits = splits > 32 ? 32 : splits ? splits : 1;
@@ -170,11 +229,13 @@ int main(int argc, char **argv)
         int n = 0;
 #define T_(label, call) r[n++] = {label, time_us([&](uint32_t l) { (void)l; return (call); })}
         T_("rmsnorm (split fp16)", k_rmsnorm(xn, xn_lo, NULL, x, nw, T, H, 1e-5f, 0));
-        T_("gemm qkv (split fp16 A)", k_gemm_f16(qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, parts, 0));
+        T_(blas && T > 64 ? "gemm qkv (split A, cuBLAS)" : "gemm qkv (split fp16 A)",
+           dense(qkv, xn, xn_lo, wqkv[l], T, QKV, H, 0, parts));
         T_("rope + paged kv write", k_rope_kv_paged(qkv, kv16, dtok, 0, cs, T, HEADS, KVH, HD, B, 0));
         T_("attention (paged)", k_attention_paged(attn, attn_lo, NULL, asplit, qkv, kv16, dtok, dtables, 0,
                                                   sinks, T, HEADS, KVH, HD, B, 0, splits, 0));
-        T_("gemm o (split fp16 A)", k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, parts, 0));
+        T_(blas && T > 64 ? "gemm o (split A, cuBLAS)" : "gemm o (split fp16 A)",
+           dense(x, attn, attn_lo, wo[l], T, H, QW, 1, parts));
         T_("rmsnorm (fp16 + fp32)", k_rmsnorm(xn, NULL, xf, x, nw, T, H, 1e-5f, 0));
         T_("router", k_router(eids, ew, xf, wr[l], rbias, T, H, E, K, 0));
         CUDA_OK(cudaMemcpy(eids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice)); /* random again */
@@ -192,7 +253,7 @@ int main(int argc, char **argv)
         reps = reps > 2 ? reps / 2 : 1;
         T_("lm_head: gather + norm", T == 1 ? cudaSuccess : k_gather_rows(xg, x, lrows, LR, H, 0));
         T_("lm_head gemm", T == 1 ? k_gemv_f16(logits, lm, NULL, x, nw, 1e-5f, VOCAB, H, 0, 0)
-                                  : k_gemm_f16(logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0));
+                                  : dense(logits, xn, NULL, lm, LR, VOCAB, H, 0, NULL));
         T_("pick", k_pick_rows(pout, dpr, logits, LR, VOCAB, pscratch, false, 0));
         T_("pick, top_p 0.9 (the cut)", k_pick_rows(pout, dpr_p, logits, LR, VOCAB, pscratch, true, 0));
         reps = saved;
@@ -239,8 +300,11 @@ int main(int argc, char **argv)
         double o8 = time_us([&](uint32_t l) {
             return k_gemm_f16_tile(GPT_GEMM_TILE_LARGE8, x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, parts, 0);
         });
-        printf("  large tile, 8 warps of 64x32 (before) / as run (us/launch): lm_head %.1f / %.1f; "
-               "qkv + o %.1f + %.1f / %.1f + %.1f\n", lm8, lm4, qkv8, o8, r[1].us, r[4].us);
+        double qkv4 = time_us([&](uint32_t l) { return k_gemm_f16(qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, parts, 0); });
+        double o4 = time_us([&](uint32_t l) { return k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, parts, 0); });
+        printf("  the engine's kernels (k_gemm_f16): lm_head %.1f, qkv + o %.1f + %.1f; the large tile of 8 "
+               "warps of 64x32 in its place: lm_head %.1f, qkv + o %.1f + %.1f (us/launch)\n",
+               lm4, qkv4, o4, lm8, qkv8, o8);
         double rope8 = time_us([&](uint32_t l) {
             (void)l;
             return k_rope_kv_paged(qkv, kv8, dtok, 0, cs, T, HEADS, KVH, HD, B, 0);

@@ -20,6 +20,7 @@ extern "C" {
 #include "cpu_kernels.h"
 }
 #include "kernels.cuh"
+#include "blas_gemm.cuh"
 
 static int failures;
 
@@ -285,6 +286,77 @@ static void check_gemm(uint32_t M, uint32_t N, uint32_t K, uint32_t tile = 0)
     got = download(dC, (size_t)M * N);
     snprintf(what, sizeof what, "M %u, N %u, K %u, split fp16 A%s%s", M, N, K, dparts ? ", K split" : "", tile_name);
     report("k_gemm_f16", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
+}
+
+/* A product of split fp16 A onto C with a bias: random fp16 weights B, the bias, C
+ * before, X in fp32 split into hi + lo, and the C the CPU reference wants (C before +
+ * X B^T + bias). */
+struct SplitCase {
+    std::vector<uint16_t> bb, ahi, alo;
+    std::vector<float> bias, c0, want;
+    SplitCase(uint32_t M, uint32_t N, uint32_t K)
+    {
+        std::vector<float> bf;
+        random_h(bb, bf, (size_t)N * K, 0.05f);
+        bias = random_f32(N, 0.5f);
+        c0 = random_f32((size_t)M * N, 1.0f);
+        auto ax = random_f32((size_t)M * K, 1.0f);
+        split_h(ax, ahi, alo);
+        cpu_linear(want, ax, M, bb, N, K, bias.data());
+        for (size_t i = 0; i < want.size(); i++)
+            want[i] += c0[i];
+    }
+};
+
+/* k_gemm_f16_shape: split fp16 A, accumulated onto C, in tiles of bm rows with K in
+ * `splits` parts (the step bench's shapes) */
+static void check_gemm_shape(uint32_t M, uint32_t N, uint32_t K, uint32_t bm, uint32_t splits)
+{
+    SplitCase c(M, N, K);
+    float *dC = upload(c.c0), *dparts = dev<float>((size_t)splits * M * N);
+    check(k_gemm_f16_shape(bm, splits, dC, reinterpret_cast<f16 *>(upload(c.ahi)),
+                           reinterpret_cast<f16 *>(upload(c.alo)), reinterpret_cast<f16 *>(upload(c.bb)),
+                           upload(c.bias), M, N, K, 1, dparts, 0),
+          "k_gemm_f16_shape");
+    auto got = download(dC, (size_t)M * N);
+    char what[96];
+    snprintf(what, sizeof what, "M %u, N %u, K %u, split fp16 A, accumulate, tile %u, %u parts", M, N, K, bm, splits);
+    report("k_gemm_f16_shape", what, rel_l2(got.data(), c.want.data(), c.want.size()), 1e-5);
+}
+
+/* blas_gemm_f16 (cuBLAS, where the machine has it): split fp16 A, accumulated onto C,
+ * with the bias; and fp16 A alone onto nothing */
+static void check_blas_gemm(uint32_t M, uint32_t N, uint32_t K)
+{
+    static BlasGemm *blas;
+    static bool tried;
+    if (!tried) {
+        char why[160] = "";
+        tried = true;
+        if (!(blas = blas_gemm_open(why, sizeof why)))
+            printf("%-26s %-44s (not checked: %s)\n", "blas_gemm_f16", "cuBLAS", why);
+    }
+    if (!blas)
+        return;
+    SplitCase c(M, N, K);
+    std::vector<uint16_t> &ahi = c.ahi, &bb = c.bb;
+    std::vector<float> &want = c.want;
+    float *dC = upload(c.c0), *dbias = upload(c.bias);
+    f16 *dB = reinterpret_cast<f16 *>(upload(bb)), *dhi = reinterpret_cast<f16 *>(upload(ahi));
+    check(blas_gemm_f16(blas, dC, dhi, reinterpret_cast<f16 *>(upload(c.alo)), dB, dbias, M, N, K, 1, 0),
+          "blas_gemm_f16");
+    auto got = download(dC, (size_t)M * N);
+    char what[96];
+    snprintf(what, sizeof what, "M %u, N %u, K %u, split fp16 A, accumulate", M, N, K);
+    report("blas_gemm_f16", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
+    std::vector<float> hi_f(ahi.size());
+    for (size_t i = 0; i < ahi.size(); i++)
+        hi_f[i] = __half2float(__ushort_as_half(ahi[i]));
+    cpu_linear(want, hi_f, M, bb, N, K, NULL);
+    check(blas_gemm_f16(blas, dC, dhi, NULL, dB, NULL, M, N, K, 0, 0), "blas_gemm_f16");
+    got = download(dC, (size_t)M * N);
+    snprintf(what, sizeof what, "M %u, N %u, K %u, fp16 A", M, N, K);
+    report("blas_gemm_f16", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
 }
 
 static void check_gemv(uint32_t rows, uint32_t cols)
@@ -1146,9 +1218,18 @@ int main()
     check_gemm(40, 5120, 2880);
     check_gemm(100, 2880, 4096);
     check_gemm(200, 5120, 2880);  /* 64-row tiles: a step of many sequences */
-    check_gemm(48, 135168, 2880); /* 128-row tiles for few rows: lm_head over a step */
+    check_gemm(48, 135168, 2880); /* 64-row tiles, K whole: lm_head over a step of few rows */
+    check_gemm(80, 67584, 2880);  /* 128-row tiles for few rows: lm_head over a step */
     check_gemm(300, 392, 2880, GPT_GEMM_TILE_LARGE8); /* the large tile of 8 warps (the bench's) */
-    check_gemm(48, 135168, 2880, GPT_GEMM_TILE_LARGE8);
+    check_gemm(80, 67584, 2880, GPT_GEMM_TILE_LARGE8);
+    check_gemm_shape(64, 5120, 2880, 64, 6);
+    check_gemm_shape(100, 2880, 4096, 128, 3);
+    check_gemm_shape(256, 5120, 2880, 32, 8);
+    check_gemm_shape(37, 392, 2880, 64, 1);
+    check_blas_gemm(7, 64, 64);
+    check_blas_gemm(256, 5120, 2880);
+    check_blas_gemm(300, 2880, 4096);
+    check_blas_gemm(48, 135168, 2880);
     check_router(32);
     check_router(128); /* gpt-oss-120b */
     check_rope_kv();

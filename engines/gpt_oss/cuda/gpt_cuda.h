@@ -43,6 +43,8 @@ typedef struct gpt_cuda_params {
     uint64_t vram_budget;    /* 0: not limited */
     bool batch_invariant;    /* every row's sums in one order whatever the step holds */
     bool kv_fp8;             /* the KV cache in fp8 e4m3 with row scales (else fp16) */
+    bool own_gemm;           /* the dense products on the engine's kernels even where
+                                cuBLAS is there (the load option "cublas": 0) */
     gpt_cuda_progress_fn progress;
     void *user;
 } gpt_cuda_params;
@@ -61,6 +63,9 @@ uint32_t gpt_cuda_context(const gpt_cuda *g);
 uint64_t gpt_cuda_estimate(const gpt_config *c, uint64_t weight_bytes, uint32_t context);
 /* The GPU's name, for logs ("" before load). */
 const char *gpt_cuda_device_name(const gpt_cuda *g);
+/* What runs the dense products of steps of several tokens: "cuBLAS", or the engine's
+ * own kernels and why. */
+const char *gpt_cuda_dense_products(const gpt_cuda *g);
 
 /* The KV cache's shape, for the step scheduler. */
 typedef struct gpt_cuda_kv_layout {

@@ -6,6 +6,7 @@
 
 #include "gpt_cuda.h"
 #include "kernels.cuh"
+#include "blas_gemm.cuh"
 
 #define GPT_CUDA_CHUNK 4096u      /* tokens in one step at most */
 #define GPT_CUDA_SPLITS_MAX 32u   /* key splits of attention for few tokens */
@@ -88,6 +89,11 @@ struct gpt_cuda {
      * always take the 64-row tile, so each output is one sum in one order (the tensor
      * cores' k16 steps in K order) whatever the batch. */
     bool invariant;
+    /* The dense products (QKV, the output projection, lm_head) of steps of several
+     * tokens: cuBLAS where the machine has it (blas_gemm.cu), else (or with
+     * batch_invariant, or the load option "cublas": 0) k_gemm.cu; dense_by says which. */
+    BlasGemm *blas;
+    char dense_by[200];
     /* every device allocation, for freeing and for counting */
     void **allocs;
     size_t n_allocs, cap_allocs;

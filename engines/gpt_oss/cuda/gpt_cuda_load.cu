@@ -455,6 +455,24 @@ static cudaError_t make_rope_table(gpt_cuda *g, const gpt_rope *r)
     return e;
 }
 
+/* What runs the dense products of multi-token steps (gpt_cuda_impl.cuh): cuBLAS unless
+ * batch_invariant or own_gemm asks for the engine's kernels, or it is not there.  Its
+ * workspace counts in the model's VRAM. */
+static void open_dense(gpt_cuda *g, const gpt_cuda_params *p)
+{
+    char why[160] = "";
+    if (g->invariant)
+        snprintf(why, sizeof why, "batch_invariant: one order of sums for any batch");
+    else if (p->own_gemm)
+        snprintf(why, sizeof why, "the load option \"cublas\": 0");
+    else if ((g->blas = blas_gemm_open(why, sizeof why)) != NULL)
+        g->vram += BLAS_GEMM_WORKSPACE_BYTES;
+    if (g->blas)
+        snprintf(g->dense_by, sizeof g->dense_by, "cuBLAS");
+    else
+        snprintf(g->dense_by, sizeof g->dense_by, "the engine's kernels (%s)", why);
+}
+
 /* The paged KV cache: the sliding pool holds the window (and a step's chunk) of every
  * row a step can carry; the full pool what `sequences` full-context sequences need (or
  * kv_pool_bytes), within free VRAM (less a reserve) and the budget.  The context shrinks
@@ -641,6 +659,8 @@ llmr_status gpt_cuda_load(const gpt_model *m, const gpt_cuda_params *p, gpt_cuda
     e = make_rope_table(g, &m->rope);
     if (e == cudaSuccess)
         e = alloc_scratch(g);
+    if (e == cudaSuccess)
+        open_dense(g, p);
     if (e != cudaSuccess) {
         st = gpt_cuda_fail(err, "allocating tables and scratch", e);
         gpt_cuda_free(g);
@@ -674,6 +694,7 @@ void gpt_cuda_free(gpt_cuda *g)
         cudaGraphExecDestroy(g->graph1[0]);
         cudaGraphExecDestroy(g->graph1[1]);
     }
+    blas_gemm_close(g->blas);
     for (size_t i = 0; i < g->n_allocs; i++)
         cudaFree(g->allocs[i]);
     if (g->sb.h_in)
@@ -709,4 +730,9 @@ void gpt_cuda_kv(const gpt_cuda *g, gpt_cuda_kv_layout *out)
 const char *gpt_cuda_device_name(const gpt_cuda *g)
 {
     return g ? g->name : "";
+}
+
+const char *gpt_cuda_dense_products(const gpt_cuda *g)
+{
+    return g ? g->dense_by : "";
 }

@@ -69,6 +69,21 @@ static cudaError_t experts_gemm(const gpt_cuda *g, float *C, f16 *act, const f16
                                 T, T * c->top_k, N, K, SWIGLU_ALPHA, limit, st);
 }
 
+/* A dense product of a multi-token step (k_gemm_f16's contract): cuBLAS where the model
+ * opened it, but for QKV and the output projection of up to 64 rows, where the engine's
+ * kernels with K split (split_scratch) are as fast or faster (an H100: 28.9 + 27.0 us a
+ * layer against 32.5 + 31.1 at 64 rows; 36.8 + 27.0 against 80.7 + 74.5 at 256;
+ * BENCHMARKS.md).  lm_head (no split_scratch) takes cuBLAS at any rows. */
+#define BLAS_ROWS_FROM 65u
+static cudaError_t dense(const gpt_cuda *g, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
+                         const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
+                         float *split_scratch, cudaStream_t st)
+{
+    if (g->blas && (M >= BLAS_ROWS_FROM || !split_scratch))
+        return blas_gemm_f16(g->blas, C, A, A_lo, B, bias, M, N, K, accumulate, st);
+    return k_gemm_f16(C, A, A_lo, B, bias, M, N, K, accumulate, split_scratch, st);
+}
+
 /* T tokens (ids, tok, tables in device memory); max_pos: the furthest position. */
 static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
 {
@@ -84,15 +99,15 @@ static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
         const DevLayer *L = &g->layers[l];
         uint32_t keys = L->window && L->window < max_pos + 1 ? L->window : max_pos + 1;
         CK(k_rmsnorm(b->xn, b->xn_lo, NULL, b->x, L->attn_norm, T, H, eps, st));
-        CK(k_gemm_f16(b->qkv, b->xn, b->xn_lo, L->wqkv, L->bqkv, T, qkv_width(c), H, 0,
-                      split_k, st));
+        CK(dense(g, b->qkv, b->xn, b->xn_lo, L->wqkv, L->bqkv, T, qkv_width(c), H, 0, split_k,
+                 st));
         CK(k_rope_kv_paged(b->qkv, L->kv, b->tok, L->which, g->cos_sin, T, c->heads,
                            c->kv_heads, c->head_dim, B, st));
         CK(k_attention_paged(b->attn, b->attn_lo, NULL, b->attn_split, b->qkv, L->kv,
                              b->tok, b->tables, L->which, L->sinks, T, c->heads, c->kv_heads,
                              c->head_dim, B, L->window,
                              g->invariant ? 1 : attn_splits(g, T, keys), st));
-        CK(k_gemm_f16(b->x, b->attn, b->attn_lo, L->wo, L->bo, T, H, QW, 1, split_k, st));
+        CK(dense(g, b->x, b->attn, b->attn_lo, L->wo, L->bo, T, H, QW, 1, split_k, st));
         CK(k_rmsnorm(b->xn, NULL, b->xf, b->x, L->mlp_norm, T, H, eps, st));
         CK(k_router(b->eids, b->ew, b->xf, L->wr, L->br, T, H, E, k, st));
         CK(k_moe_group(b->rows, b->slot_of, b->counts, b->offsets, b->eids, T, k, E, st));
@@ -400,7 +415,7 @@ static cudaError_t rows_logits(gpt_cuda *g, const Plan *p, uint32_t first, uint3
                           g->final_norm, eps, c->vocab, c->hidden, 0, st);
     CK(k_gather_rows(b->xg, b->x, b->lrows, R, c->hidden, st));
     CK(k_rmsnorm(b->xn, NULL, NULL, b->xg, g->final_norm, R, c->hidden, eps, st));
-    return k_gemm_f16(b->logits, b->xn, NULL, g->lm_head, NULL, R, c->vocab, c->hidden, 0, NULL, st);
+    return dense(g, b->logits, b->xn, NULL, g->lm_head, NULL, R, c->vocab, c->hidden, 0, NULL, st);
 }
 
 /* Every logit row of the plan: picks (the first group), host copies. */

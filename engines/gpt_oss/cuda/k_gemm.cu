@@ -231,11 +231,11 @@ static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
 }
 
 
-/* Splitting K (small tile only): a 100-row product of gpt-oss-20b's widths has 92 to 160
- * tiles of 32x128 for 132 SMs, each a chain of 45 to 64 k-steps; its split parts run
- * side by side and are summed by k_gemm_sum_parts, in a fixed order (reproducible). */
-#define SPLITS_MAX 4u
+/* Splitting K: a 100-row product of gpt-oss-20b's widths has 92 to 160 tiles of 32x128
+ * for 132 SMs, each a chain of 45 to 64 k-steps; its split parts run side by side and
+ * are summed by k_gemm_sum_parts, in a fixed order (reproducible). */
 #define SPLIT_MIN_STEPS 8u /* k-steps of 64 a part keeps at least */
+#define SPLITS_PICKED 8u   /* the most parts k_gemm_f16 picks */
 
 /* C[m][n] = sum over z of parts[z][m][n] (in order) + bias[n] (+ C when accumulate). */
 __global__ void gemm_sum_parts_kernel(float *C, const float *parts, const float *bias,
@@ -266,26 +266,50 @@ static uint32_t sm_count(void)
     return (uint32_t)sms;
 }
 
-/* The split of K for tiles of bm rows: parts enough for about 2 blocks per SM. */
+/* The split of K for tiles of bm rows: the parts nearest to 2 blocks per SM in all (one
+ * wave: the step bench's sweep of shapes on an H100, BENCHMARKS.md). */
 static uint32_t k_splits(uint32_t M, uint32_t N, uint32_t K, uint32_t bm)
 {
     uint32_t tiles = ((N + BN - 1) / BN) * ((M + bm - 1) / bm);
-    uint32_t want = (2 * sm_count() + tiles - 1) / tiles, most = K / 64 / SPLIT_MIN_STEPS;
+    uint32_t want = (2 * sm_count() + tiles / 2) / tiles, most = K / 64 / SPLIT_MIN_STEPS;
     want = want < most ? want : most;
-    return want < 1 ? 1 : want > SPLITS_MAX ? SPLITS_MAX : want;
+    return want < 1 ? 1 : want > SPLITS_PICKED ? SPLITS_PICKED : want;
 }
 
 size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N)
 {
-    return M <= 4 * SMALL_ROWS ? (size_t)SPLITS_MAX * M * N * sizeof(float) : 0;
+    return M <= 4 * SMALL_ROWS ? (size_t)SPLITS_PICKED * M * N * sizeof(float) : 0;
 }
 
-cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
-                            const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
-                            float *split_scratch, cudaStream_t s)
+/* The product in tiles of bm rows (128: the large tile, of 8 warps when large8), K in
+ * `splits` parts (their sums in a.parts, then added in order). */
+static cudaError_t run_shape(GemmArgs a, uint32_t bm, bool large8, uint32_t splits, cudaStream_t s)
 {
-    if (K % 32 || N % 8 || M == 0 || (tile != 0 && tile != GPT_GEMM_TILE_LARGE8))
-        return cudaErrorInvalidValue;
+    dim3 grid((a.N + BN - 1) / BN, a.M, splits);
+    a.splits = splits;
+    if (splits == 1)
+        a.parts = NULL; /* the epilogue writes C */
+    cudaError_t e;
+    const bool lo = a.A_lo != NULL;
+    if (bm == 128 && large8)
+        e = lo ? launch<true, TileLarge8>(a, grid, s) : launch<false, TileLarge8>(a, grid, s);
+    else if (bm == 128)
+        e = lo ? launch<true, TileLargeLo>(a, grid, s) : launch<false, TileLarge>(a, grid, s);
+    else if (bm == 64)
+        e = lo ? launch<true, Tile64>(a, grid, s) : launch<false, Tile64>(a, grid, s);
+    else
+        e = lo ? launch<true, Tile32>(a, grid, s) : launch<false, Tile32>(a, grid, s);
+    if (e != cudaSuccess || splits == 1)
+        return e;
+    size_t mn = (size_t)a.M * a.N;
+    LAUNCH(gemm_sum_parts_kernel, (unsigned)((mn + 255) / 256), 256, 0, s, a.C, a.parts, a.bias, a.M,
+           a.N, splits, a.accumulate);
+    return cudaGetLastError();
+}
+
+static GemmArgs gemm_args(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,
+                          uint32_t M, uint32_t N, uint32_t K, int accumulate, float *parts)
+{
     GemmArgs a = {};
     a.C = C;
     a.A = A;
@@ -296,34 +320,41 @@ cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_
     a.N = N;
     a.K = K;
     a.accumulate = accumulate;
+    a.parts = parts;
     a.splits = 1;
-    dim3 grid((N + BN - 1) / BN, M, 1);
-    /* a short prompt: 32-row tiles up to 256 rows (the 128-row tile would leave most of
-     * the GPU idle: N / 128 blocks), K split when a scratch is given; but where the
-     * 128-row tiles alone are blocks enough for every SM (lm_head over a step's rows: B
-     * is 1.2 GB), they read B once per 128 rows instead of once per 32 */
+    return a;
+}
+
+cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
+                            const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
+                            float *split_scratch, cudaStream_t s)
+{
+    if (K % 32 || N % 8 || M == 0 || (tile != 0 && tile != GPT_GEMM_TILE_LARGE8))
+        return cudaErrorInvalidValue;
+    GemmArgs a = gemm_args(C, A, A_lo, B, bias, M, N, K, accumulate, split_scratch);
+    /* up to 256 rows (a short prompt, a step of many sequences), 32- or 64-row tiles with
+     * K split when a scratch is given (the 128-row tile would leave most of the GPU idle:
+     * N / 128 blocks); but where the 128-row tiles alone are blocks enough for every SM
+     * (lm_head over a step's rows: B is 1.2 GB) and hold at least 64 rows, they read B
+     * once per 128 rows */
     uint32_t big_tiles = ((N + BN - 1) / BN) * ((M + 127) / 128);
-    if (M > 4 * SMALL_ROWS || (M > 32 && big_tiles >= 4 * sm_count())) {
-        if (tile == GPT_GEMM_TILE_LARGE8)
-            return A_lo ? launch<true, TileLarge8>(a, grid, s) : launch<false, TileLarge8>(a, grid, s);
-        return A_lo ? launch<true, TileLargeLo>(a, grid, s) : launch<false, TileLarge>(a, grid, s);
-    }
-    /* past 128 rows (a step of many sequences), 64-row tiles: B read half as often */
-    uint32_t bm = M > 128 ? 64 : 32;
-    if (split_scratch && K % 64 == 0)
-        a.splits = k_splits(M, N, K, bm);
-    if (a.splits > 1) {
-        a.parts = split_scratch;
-        grid.z = a.splits;
-    }
-    cudaError_t e = bm == 64 ? (A_lo ? launch<true, Tile64>(a, grid, s) : launch<false, Tile64>(a, grid, s))
-                             : (A_lo ? launch<true, Tile32>(a, grid, s) : launch<false, Tile32>(a, grid, s));
-    if (e != cudaSuccess || a.splits == 1)
-        return e;
-    size_t mn = (size_t)M * N;
-    LAUNCH(gemm_sum_parts_kernel, (unsigned)((mn + 255) / 256), 256, 0, s, C, a.parts, bias, M, N,
-           a.splits, accumulate);
-    return cudaGetLastError();
+    if (M > 4 * SMALL_ROWS || (M > SMALL_ROWS && big_tiles >= 4 * sm_count()))
+        return run_shape(a, 128, tile == GPT_GEMM_TILE_LARGE8, 1, s);
+    /* past 32 rows, 64-row tiles: B read half as often, and as fast at 33 to 64 rows */
+    uint32_t bm = M > 32 ? 64 : 32;
+    return run_shape(a, bm, false, split_scratch && K % 64 == 0 ? k_splits(M, N, K, bm) : 1, s);
+}
+
+cudaError_t k_gemm_f16_shape(uint32_t bm, uint32_t splits, float *C, const f16 *A, const f16 *A_lo,
+                             const f16 *B, const float *bias, uint32_t M, uint32_t N, uint32_t K,
+                             int accumulate, float *split_scratch, cudaStream_t s)
+{
+    if (N % 8 || M == 0 || (bm != 32 && bm != 64 && bm != 128) || splits == 0 ||
+        splits > GPT_GEMM_SPLITS_MAX || (splits > 1 && !split_scratch) ||
+        K % (bm == 128 ? 32 : 64) || K / (bm == 128 ? 32 : 64) < splits)
+        return cudaErrorInvalidValue;
+    return run_shape(gemm_args(C, A, A_lo, B, bias, M, N, K, accumulate, split_scratch), bm, false,
+                     splits, s);
 }
 
 cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,

@@ -251,12 +251,20 @@ cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, co
 size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N);
 /* The same with the large tile named (for the kernel check and the step bench): 0 the
  * choice k_gemm_f16 makes, GPT_GEMM_TILE_LARGE8 the 128x128 tile of 8 warps (64x32 each)
- * in its place, which k_gemm_f16 took before its 4 warps of 64x64.  Another value is
- * cudaErrorInvalidValue. */
+ * in its place where the choice is the large tile (the tile k_gemm_f16 took before its 4
+ * warps of 64x64).  Another value is cudaErrorInvalidValue. */
 #define GPT_GEMM_TILE_LARGE8 1u
 cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
                             const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
                             float *split_scratch, cudaStream_t s);
+/* The same in a shape named (for the step bench and the kernel check): tiles of bm rows
+ * (32, 64 or 128) and K split into `splits` parts (1 to GPT_GEMM_SPLITS_MAX; more than one
+ * needs a split_scratch of splits * M * N floats).  A shape that cannot run is
+ * cudaErrorInvalidValue. */
+#define GPT_GEMM_SPLITS_MAX 8u
+cudaError_t k_gemm_f16_shape(uint32_t bm, uint32_t splits, float *C, const f16 *A, const f16 *A_lo,
+                             const f16 *B, const float *bias, uint32_t M, uint32_t N, uint32_t K,
+                             int accumulate, float *split_scratch, cudaStream_t s);
 /* The experts' products, grouped: for expert e, the slots offsets[e]..offsets[e+1],
  * whose A rows are A[a_rows[slot]] (or A[slot] when a_rows is NULL), times expert e's
  * MXFP4 matrix [N][K] (blocks + e * N * K/2, scales + e * N * K/32), plus its bias
