@@ -316,5 +316,6 @@ int main(int argc, char **argv)
         });
         printf("  fp8 cache (us/launch): rope + kv write %.1f, attention %.1f\n", rope8, attn8);
     }
+    blas_gemm_close(blas);
     return 0;
 }

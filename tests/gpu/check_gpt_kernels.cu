@@ -1219,9 +1219,10 @@ int main()
     check_gemm(100, 2880, 4096);
     check_gemm(200, 5120, 2880);  /* 64-row tiles: a step of many sequences */
     check_gemm(48, 135168, 2880); /* 64-row tiles, K whole: lm_head over a step of few rows */
-    check_gemm(80, 67584, 2880);  /* 128-row tiles for few rows: lm_head over a step */
+    check_gemm(80, 135168, 2880); /* 128-row tiles for few rows: lm_head over a step */
+    check_gemm(16, 2880, 4096);   /* K in 8 parts: the output projection of a few sequences */
     check_gemm(300, 392, 2880, GPT_GEMM_TILE_LARGE8); /* the large tile of 8 warps (the bench's) */
-    check_gemm(80, 67584, 2880, GPT_GEMM_TILE_LARGE8);
+    check_gemm(80, 135168, 2880, GPT_GEMM_TILE_LARGE8);
     check_gemm_shape(64, 5120, 2880, 64, 6);
     check_gemm_shape(100, 2880, 4096, 128, 3);
     check_gemm_shape(256, 5120, 2880, 32, 8);

@@ -1,13 +1,16 @@
 /* The dense products of a step (QKV, the output projection, lm_head) through cuBLAS, where
- * the CUDA toolkit's libcublas.so.13 is on the machine.  It is loaded at run time
+ * the CUDA toolkit's libcublas (of the major version of the headers built with: 13) is on
+ * the machine.  It is loaded at run time
  * (dlopen), once per process, so the plugin still needs nothing but the driver: without
  * it, or when its setup fails, the engine's own kernels (k_gemm.cu) do the work.
  *
- * A BlasGemm is one cuBLAS handle with a workspace of its own (cuBLAS then allocates
- * nothing while a CUDA graph is captured), owned by one model's step loop: one thread
- * uses it at a time.  The products are cublasGemmEx with fp16 operands and fp32
- * accumulation and output (CUBLAS_COMPUTE_32F), as k_gemm_f16's; split fp16 A is two
- * products into the same C, the bias a small kernel after them.  cuBLAS chooses its own
+ * A BlasGemm is one cuBLAS handle with a workspace of its own (counted in the model's
+ * VRAM; cuBLAS then takes none from its own pool), owned by one model's step loop: one
+ * thread uses it at a time.  cublasSetStream puts the handle back on cuBLAS's pool, so
+ * the workspace is set again with each change of stream.  The products are
+ * cublasGemmEx with fp16 operands and fp32 accumulation and output (CUBLAS_COMPUTE_32F),
+ * as k_gemm_f16's; split fp16 A is two products into the same C, the bias a small
+ * kernel after them.  cuBLAS chooses its own
  * algorithm for each shape, so its order of sums may change with the rows of a step: the
  * batch-invariant option keeps to k_gemm.cu. */
 #include "blas_gemm.cuh"
@@ -37,19 +40,23 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
 static void blas_load(void)
 {
-    /* the loader's path first, then the toolkit's usual place */
-    const char *names[] = {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13"};
+    /* the loader's path first, then the toolkit's usual place; the major version of the
+     * headers this file was built with */
+#define SONAME_(v) "libcublas.so." #v
+#define SONAME(v) SONAME_(v)
+    const char *names[] = {SONAME(CUBLAS_VER_MAJOR), "/usr/local/cuda/lib64/" SONAME(CUBLAS_VER_MAJOR)};
     void *lib = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(blas.error, sizeof blas.error, "libcublas.so.13 not found (%s)", dlerror());
+        snprintf(blas.error, sizeof blas.error, "%s not found (%s)", names[0], dlerror());
         return;
     }
 #define SYM(field, name)                                                                       \
     if (!(*(void **)&blas.field = dlsym(lib, name))) {                                         \
-        snprintf(blas.error, sizeof blas.error, "libcublas.so.13 lacks %s", name);             \
+        snprintf(blas.error, sizeof blas.error, "%s lacks %s", names[0], name);                \
         blas.gemm_ex = NULL;                                                                   \
+        dlclose(lib);                                                                          \
         return;                                                                                \
     }
     SYM(create, "cublasCreate_v2")
@@ -63,6 +70,8 @@ static void blas_load(void)
 struct BlasGemm {
     cublasHandle_t handle;
     void *workspace;
+    cudaStream_t stream; /* the handle's stream, once set (with the workspace) */
+    bool on_stream;
 };
 
 BlasGemm *blas_gemm_open(char *why, size_t why_len)
@@ -84,10 +93,10 @@ BlasGemm *blas_gemm_open(char *why, size_t why_len)
         return NULL;
     }
     cudaError_t e = cudaMalloc(&b->workspace, BLAS_GEMM_WORKSPACE_BYTES);
-    if (e != cudaSuccess || (st = blas.set_workspace(b->handle, b->workspace, BLAS_GEMM_WORKSPACE_BYTES)) !=
-                                CUBLAS_STATUS_SUCCESS) {
-        snprintf(why, why_len, "cuBLAS workspace: %s",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "cublasSetWorkspace failed");
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not the next launch's error */
+        snprintf(why, why_len, "cuBLAS workspace: %s", cudaGetErrorString(e));
+        b->workspace = NULL;
         blas_gemm_close(b);
         return NULL;
     }
@@ -119,8 +128,17 @@ cudaError_t blas_gemm_f16(BlasGemm *b, float *C, const f16 *A, const f16 *A_lo, 
 {
     if (!b || M == 0 || N == 0 || K == 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
         return cudaErrorInvalidValue;
-    if (blas.set_stream(b->handle, s) != CUBLAS_STATUS_SUCCESS)
-        return cudaErrorUnknown;
+    if (!b->on_stream || b->stream != s) { /* the stream, then the workspace it reset */
+        if (blas.set_stream(b->handle, s) != CUBLAS_STATUS_SUCCESS) {
+            b->on_stream = false;
+            return cudaErrorUnknown;
+        }
+        /* should it fail, cuBLAS takes its own pool instead (not counted in the model's
+         * VRAM) and the step still runs */
+        (void)blas.set_workspace(b->handle, b->workspace, BLAS_GEMM_WORKSPACE_BYTES);
+        b->stream = s;
+        b->on_stream = true;
+    }
     /* row-major C [M][N] = A [M][K] . B [N][K]^T is, column-major, C^T = B^T' . A^T:
      * cuBLAS's (T, N) with B as its first operand */
     const float one = 1.0f, zero = 0.0f;

@@ -89,9 +89,11 @@ struct gpt_cuda {
      * always take the 64-row tile, so each output is one sum in one order (the tensor
      * cores' k16 steps in K order) whatever the batch. */
     bool invariant;
-    /* The dense products (QKV, the output projection, lm_head) of steps of several
-     * tokens: cuBLAS where the machine has it (blas_gemm.cu), else (or with
-     * batch_invariant, or the load option "cublas": 0) k_gemm.cu; dense_by says which. */
+    /* The dense products of steps of several tokens: where the machine has cuBLAS
+     * (blas_gemm.cu), QKV and the output projection from 65 rows and lm_head at any
+     * rows go through it (gpt_cuda_step.cu's dense()), the rest, or all with
+     * batch_invariant or the load option "cublas": 0, through k_gemm.cu; dense_by says
+     * which. */
     BlasGemm *blas;
     char dense_by[200];
     /* every device allocation, for freeing and for counting */

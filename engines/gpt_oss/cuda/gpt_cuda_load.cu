@@ -111,8 +111,9 @@ uint64_t gpt_cuda_estimate(const gpt_config *c, uint64_t weight_bytes, uint32_t 
     uint64_t kv = kv_bytes_per_layer_position(c, false) *
                   ((uint64_t)layers_of_kind(c, false) * context +
                    (uint64_t)layers_of_kind(c, true) * (c->window + 2 * GPT_CUDA_BLOCK_TOKENS));
-    /* small vectors go up as fp32: at most twice their f16 bytes, a rounding error */
-    return weight_bytes + tables + scratch_bytes(c, T, context) + kv;
+    /* small vectors go up as fp32: at most twice their f16 bytes, a rounding error; the
+     * cuBLAS workspace where the machine has it */
+    return weight_bytes + tables + scratch_bytes(c, T, context) + kv + BLAS_GEMM_WORKSPACE_BYTES;
 }
 
 /* ---- device memory --------------------------------------------------------------------- */
@@ -456,8 +457,8 @@ static cudaError_t make_rope_table(gpt_cuda *g, const gpt_rope *r)
 }
 
 /* What runs the dense products of multi-token steps (gpt_cuda_impl.cuh): cuBLAS unless
- * batch_invariant or own_gemm asks for the engine's kernels, or it is not there.  Its
- * workspace counts in the model's VRAM. */
+ * batch_invariant or own_gemm asks for the engine's kernels, its workspace would pass
+ * the VRAM budget, or it is not there.  The workspace counts in the model's VRAM. */
 static void open_dense(gpt_cuda *g, const gpt_cuda_params *p)
 {
     char why[160] = "";
@@ -465,6 +466,8 @@ static void open_dense(gpt_cuda *g, const gpt_cuda_params *p)
         snprintf(why, sizeof why, "batch_invariant: one order of sums for any batch");
     else if (p->own_gemm)
         snprintf(why, sizeof why, "the load option \"cublas\": 0");
+    else if (p->vram_budget && g->vram + BLAS_GEMM_WORKSPACE_BYTES > p->vram_budget)
+        snprintf(why, sizeof why, "its workspace would pass the VRAM budget");
     else if ((g->blas = blas_gemm_open(why, sizeof why)) != NULL)
         g->vram += BLAS_GEMM_WORKSPACE_BYTES;
     if (g->blas)

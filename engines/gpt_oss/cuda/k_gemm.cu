@@ -231,11 +231,12 @@ static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
 }
 
 
-/* Splitting K: a 100-row product of gpt-oss-20b's widths has 92 to 160 tiles of 32x128
+/* Splitting K: a 100-row product of gpt-oss-20b's widths has 46 to 80 tiles of 64x128
  * for 132 SMs, each a chain of 45 to 64 k-steps; its split parts run side by side and
- * are summed by k_gemm_sum_parts, in a fixed order (reproducible). */
+ * are summed by gemm_sum_parts_kernel, in a fixed order (reproducible). */
 #define SPLIT_MIN_STEPS 8u /* k-steps of 64 a part keeps at least */
 #define SPLITS_PICKED 8u   /* the most parts k_gemm_f16 picks */
+static_assert(SPLITS_PICKED <= GPT_GEMM_SPLITS_MAX, "k_gemm_f16_shape takes every split picked");
 
 /* C[m][n] = sum over z of parts[z][m][n] (in order) + bias[n] (+ C when accumulate). */
 __global__ void gemm_sum_parts_kernel(float *C, const float *parts, const float *bias,
@@ -335,7 +336,7 @@ cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_
     /* up to 256 rows (a short prompt, a step of many sequences), 32- or 64-row tiles with
      * K split when a scratch is given (the 128-row tile would leave most of the GPU idle:
      * N / 128 blocks); but where the 128-row tiles alone are blocks enough for every SM
-     * (lm_head over a step's rows: B is 1.2 GB) and hold at least 64 rows, they read B
+     * (lm_head over a step's rows: B is 1.2 GB) and hold more than 64 rows, they read B
      * once per 128 rows */
     uint32_t big_tiles = ((N + BN - 1) / BN) * ((M + 127) / 128);
     if (M > 4 * SMALL_ROWS || (M > SMALL_ROWS && big_tiles >= 4 * sm_count()))
