@@ -9,7 +9,8 @@
  * CPU sampler (sampler.h) keeps the tokens seen for the penalties, and samples a row
  * itself only with "host_sampler".
  *
- * Load options (options_json): "threads": CPU threads (default: all); "cpu": 1 runs
+ * Load options (options_json; a switch takes 1 or true, 0 or false): "threads": CPU
+ * threads (default: all); "cpu": 1 runs
  * on the CPU even with a GPU; "sequences": requests of full context the GPU's KV cache
  * holds (default 4); "kv_pool_mb": the full-attention layers' KV cache in MiB instead;
  * "ignore_eos": 1 generates through EOS ids (benchmarks); "host_sampler": 1 samples every
