@@ -175,7 +175,7 @@ int main(int argc, char **argv)
      * there, else k_gemm_f16 */
     auto dense = [&](float *C, const f16 *A, const f16 *A_lo, const f16 *Bw, uint32_t M, uint32_t N,
                      uint32_t Kd, int acc, float *scratch) {
-        return blas && (M > 64 || !scratch) ? blas_gemm_f16(blas, C, A, A_lo, Bw, NULL, M, N, Kd, acc, 0)
+        return blas && blas_gemm_preferred(M, scratch != NULL) ? blas_gemm_f16(blas, C, A, A_lo, Bw, NULL, M, N, Kd, acc, 0)
                     : k_gemm_f16(C, A, A_lo, Bw, NULL, M, N, Kd, acc, scratch, 0);
     };
     /* the dense products in every shape k_gemm_f16_shape takes (tile rows x parts of K)
@@ -229,12 +229,13 @@ int main(int argc, char **argv)
         int n = 0;
 #define T_(label, call) r[n++] = {label, time_us([&](uint32_t l) { (void)l; return (call); })}
         T_("rmsnorm (split fp16)", k_rmsnorm(xn, xn_lo, NULL, x, nw, T, H, 1e-5f, 0));
-        T_(blas && T > 64 ? "gemm qkv (split A, cuBLAS)" : "gemm qkv (split fp16 A)",
+        const bool by_blas = blas && blas_gemm_preferred(T, true);
+        T_(by_blas ? "gemm qkv (split A, cuBLAS)" : "gemm qkv (split fp16 A)",
            dense(qkv, xn, xn_lo, wqkv[l], T, QKV, H, 0, parts));
         T_("rope + paged kv write", k_rope_kv_paged(qkv, kv16, dtok, 0, cs, T, HEADS, KVH, HD, B, 0));
         T_("attention (paged)", k_attention_paged(attn, attn_lo, NULL, asplit, qkv, kv16, dtok, dtables, 0,
                                                   sinks, T, HEADS, KVH, HD, B, 0, splits, 0));
-        T_(blas && T > 64 ? "gemm o (split A, cuBLAS)" : "gemm o (split fp16 A)",
+        T_(by_blas ? "gemm o (split A, cuBLAS)" : "gemm o (split fp16 A)",
            dense(x, attn, attn_lo, wo[l], T, H, QW, 1, parts));
         T_("rmsnorm (fp16 + fp32)", k_rmsnorm(xn, NULL, xf, x, nw, T, H, 1e-5f, 0));
         T_("router", k_router(eids, ew, xf, wr[l], rbias, T, H, E, K, 0));

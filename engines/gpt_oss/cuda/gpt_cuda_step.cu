@@ -70,16 +70,13 @@ static cudaError_t experts_gemm(const gpt_cuda *g, float *C, f16 *act, const f16
 }
 
 /* A dense product of a multi-token step (k_gemm_f16's contract): cuBLAS where the model
- * opened it, but for QKV and the output projection of up to 64 rows, where the engine's
- * kernels with K split (split_scratch) are as fast or faster (an H100: 28.9 + 27.0 us a
- * layer against 32.5 + 31.1 at 64 rows; 36.8 + 27.0 against 80.7 + 74.5 at 256;
- * BENCHMARKS.md).  lm_head (no split_scratch) takes cuBLAS at any rows. */
-#define BLAS_ROWS_FROM 65u
+ * opened it and blas_gemm_preferred says so (split_scratch: a product whose K
+ * k_gemm_f16 may split, QKV and O; lm_head passes none), else the engine's kernels. */
 static cudaError_t dense(const gpt_cuda *g, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
                          const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
                          float *split_scratch, cudaStream_t st)
 {
-    if (g->blas && (M >= BLAS_ROWS_FROM || !split_scratch))
+    if (g->blas && blas_gemm_preferred(M, split_scratch != NULL))
         return blas_gemm_f16(g->blas, C, A, A_lo, B, bias, M, N, K, accumulate, st);
     return k_gemm_f16(C, A, A_lo, B, bias, M, N, K, accumulate, split_scratch, st);
 }
