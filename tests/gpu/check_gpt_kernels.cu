@@ -498,9 +498,11 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
     }
     /* every tile on the same products (0: the one k_gemm_mxfp4_grouped picks, last, so
      * that its act feeds down) */
-    const uint32_t tiles[] = {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, 32, 64, 128, 0};
+    const uint32_t tiles[] = {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, GPT_MOE_TILE_WGMMA64,
+                              GPT_MOE_TILE_WGMMA128, 32, 64, 128, 0};
     std::vector<float> act;
-    for (uint32_t tile : tiles) {
+    for (uint32_t tile : tiles) { /* each run on a poisoned output (0xFFFF: fp16 NaN) */
+        check(cudaMemset(dact, 0xFF, (size_t)T * k * I * sizeof(f16)), "poison act");
         check(k_gemm_mxfp4_grouped_tile(tile, NULL, dact, dx, drows, gub, gus, gubias, doff, E, T,
                                         T * k, 2 * I, H, 1.702f, 7.0f, 0),
               "k_gemm_mxfp4_grouped (gate_up)");
@@ -520,6 +522,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
                              off[e + 1] - off[e], &m, &dn.bias[(size_t)e * H]);
     }
     for (uint32_t tile : tiles) {
+        check(cudaMemset(dout, 0xFF, (size_t)T * k * H * sizeof(float)), "poison out");
         check(k_gemm_mxfp4_grouped_tile(tile, dout, NULL, dact, NULL, dnb, dns, dnbias, doff, E, T,
                                         T * k, H, I, 1.702f, 7.0f, 0),
               "k_gemm_mxfp4_grouped (down)");

@@ -281,10 +281,14 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
                                  cudaStream_t s);
 /* The same with the tile named instead of chosen (for the kernel check and the step
  * bench): GPT_MOE_TILE_FRAGMENTS16 and ..32 are k_moe_gemm_few with 16 or 32 token rows
- * a block, 32, 64 and 128 the rows of a block's tile of the grouped GEMM, 0 the choice
- * k_gemm_mxfp4_grouped makes.  Another value is cudaErrorInvalidValue. */
+ * a block, GPT_MOE_TILE_WGMMA64 and ..128 k_moe_gemm_wgmma with 64 or 128 (compute
+ * capability 9.0 only: cudaErrorNotSupported elsewhere), 32, 64 and 128 the rows of a
+ * block's tile of the grouped GEMM, 0 the choice k_gemm_mxfp4_grouped makes.  Another
+ * value is cudaErrorInvalidValue. */
 #define GPT_MOE_TILE_FRAGMENTS16 16u
 #define GPT_MOE_TILE_FRAGMENTS32 17u
+#define GPT_MOE_TILE_WGMMA64 18u
+#define GPT_MOE_TILE_WGMMA128 19u
 cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f16 *A,
                                       const int32_t *a_rows, const uint8_t *blocks,
                                       const uint8_t *scales, const float *bias,
@@ -300,5 +304,14 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
                            const float *bias, const uint32_t *offsets, uint32_t E,
                            uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
                            cudaStream_t s);
+/* The same on Hopper's warpgroup matrix instructions (k_moe_wgmma.cu), token_rows (64 or
+ * 128) of an expert a block; cudaErrorNotSupported but on compute capability 9.0, which
+ * k_moe_wgmma_available() tells.  N % 16 == 0, K % 64 == 0. */
+bool k_moe_wgmma_available(void);
+cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 *A,
+                             const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
+                             const float *bias, const uint32_t *offsets, uint32_t E,
+                             uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
+                             cudaStream_t s);
 
 #endif

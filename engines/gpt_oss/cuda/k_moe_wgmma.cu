@@ -1,0 +1,284 @@
+/* The experts' products on Hopper's warpgroup matrix instructions (wgmma, sm_90a): the
+ * step's tokens of one expert as B in shared memory, its MXFP4 weights as A, decoded
+ * from their raw bytes straight into the A fragments in registers (no decoded tile in
+ * shared memory, no barrier between decoding and multiplying).
+ *
+ * A block takes 128 weight rows (output features: two warpgroups of 64, a warp's 16
+ * rows as in k_moe_gemm.cu) of one expert against up to TN of its rows (tokens).  K
+ * flows through a cp.async pipeline of ST stages of 64 values: the tokens' fp16 rows,
+ * laid in a 128-byte swizzle atom as wgmma reads them, and the weights' raw bytes; the
+ * block's scales for all of K come with the first stage.  Each lane
+ * decodes, per MXFP4 group of its rows g and g + 8, bytes t, t + 4, t + 8 and t + 12 of
+ * the group's 16 (gathered by byte permutes from the group it reads whole): their values
+ * are k = 2t, 2t + 1, 2t + 8, 2t + 9 of the group's two k16 steps, the A fragment's
+ * places, so the tokens stay in their order.  The scale multiplies the decoded fp16
+ * values (exact in the range the loader checks), so the products accumulate over all of
+ * K in the tensor cores, one wgmma a warpgroup and k16 step, its N the block's live
+ * token rows rounded up to 16.  The epilogue is k_moe_gemm.cu's: the bias, then C fp32
+ * or the clamped SwiGLU of (gate, up) feature pairs as fp16.
+ *
+ * Where the fragments kernel issues 2 x TN/8 mma.sync and 4 x TN/8 scalings a warp and
+ * group, this issues two wgmma a warpgroup.  On an H100 at 256 sequences (32 rows an
+ * expert) gate_up + down take 231 + 133 us a layer against the 64-row tile's 300 + 167
+ * (BENCHMARKS.md); the schedulers then issue in 55% of their cycles, three quarters of
+ * it the decode and the loads' address arithmetic, and the weights stream at 1.3 TB/s:
+ * fewer instructions a decoded value is what would move it next.
+ * See k_gemm_mxfp4_grouped_tile in kernels.cuh. */
+#include "device_util.cuh"
+#include "wgmma.cuh"
+
+struct MwArgs {
+    float *C;
+    f16 *act;
+    const f16 *A;
+    const int32_t *a_rows;
+    const uint8_t *blocks, *scales;
+    const float *bias;
+    const uint32_t *offsets;
+    uint32_t N, K;
+    float alpha, limit;
+};
+
+#define MW_BK 64       /* K a stage: one 128-byte swizzle atom of the tokens */
+#define MW_THREADS 256 /* two warpgroups */
+#define MW_ROWS 128    /* weight rows a block: 64 a warpgroup */
+
+/* The shared memory of a block: token stages [ST][TN][128 bytes] (1024-aligned swizzle
+ * atoms), weight stages [ST][128][32], the scales [128][K/32], and room to align the
+ * start to 1024 bytes. */
+template <int TN, int ST>
+static size_t mw_smem_bytes(uint32_t K)
+{
+    return (size_t)ST * TN * 128 + (size_t)ST * MW_ROWS * (MW_BK / 2) + (size_t)MW_ROWS * (K / 32) + 1024;
+}
+
+#if WGMMA_AVAILABLE
+/* The products of one stage's four k16 steps at wgmma width N (live rows of tokens). */
+template <int N>
+static __device__ __forceinline__ void mw_products(float *acc, const uint32_t (&a)[MW_BK / 16][4], uint32_t xs_addr)
+{
+    const uint64_t desc = wgmma_desc_sw128(xs_addr);
+#pragma unroll
+    for (int ks = 0; ks < MW_BK / 16; ks++) /* the atom's 32 bytes ks */
+        wgmma_f16_rs<N>(acc, a[ks], desc + (uint64_t)(ks * 32 >> 4));
+}
+
+template <int TN>
+static __device__ __forceinline__ void mw_products_live(uint32_t width, float *acc, const uint32_t (&a)[MW_BK / 16][4],
+                                                        uint32_t xs_addr)
+{
+    switch (width) { /* the same for the whole block */
+    case 1: mw_products<16>(acc, a, xs_addr); break;
+    case 2: mw_products<32>(acc, a, xs_addr); break;
+    case 3: mw_products<48>(acc, a, xs_addr); break;
+    case 4: mw_products<64>(acc, a, xs_addr); break;
+    case 5: if constexpr (TN > 64) mw_products<80>(acc, a, xs_addr); break;
+    case 6: if constexpr (TN > 64) mw_products<96>(acc, a, xs_addr); break;
+    case 7: if constexpr (TN > 64) mw_products<112>(acc, a, xs_addr); break;
+    default: if constexpr (TN > 64) mw_products<128>(acc, a, xs_addr); break;
+    }
+}
+
+/* One MXFP4 stage of this lane's rows r0 and r0 + 8 (raw bytes wr, row stride 32, scales
+ * sc of the stage's first group, row stride KG) into A fragments of four k16 steps. */
+static __device__ __forceinline__ void mw_decode(uint32_t (&a)[MW_BK / 16][4], const uint8_t *wr, const uint8_t *sc,
+                                                 uint32_t r0, uint32_t KG, uint32_t pick)
+{
+    const uint32_t r1 = r0 + 8;
+#pragma unroll
+    for (int gi = 0; gi < MW_BK / 32; gi++) { /* the stage's groups of 32 */
+        const uint4 qa = *reinterpret_cast<const uint4 *>(wr + r0 * (MW_BK / 2) + gi * 16);
+        const uint4 qb = *reinterpret_cast<const uint4 *>(wr + r1 * (MW_BK / 2) + gi * 16);
+        /* bytes t, t + 4, t + 8, t + 12 of the group: values k = 2t, 2t + 1, 2t + 8,
+         * 2t + 9 of its first k16 step, then of its second */
+        const uint32_t wa = prmt(prmt(qa.x, qa.y, pick), prmt(qa.z, qa.w, pick), 0x5410u);
+        const uint32_t wb = prmt(prmt(qb.x, qb.y, pick), prmt(qb.z, qb.w, pick), 0x5410u);
+        const uint32_t sa = e8m0_half2(sc[r0 * KG + gi]), sb = e8m0_half2(sc[r1 * KG + gi]);
+        uint32_t ha[4], hb[4];
+        e2m1x8_to_half2_pairs(wa, ha);
+        e2m1x8_to_half2_pairs(wb, hb);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            ha[j] = hmul2_bits(ha[j], sa);
+            hb[j] = hmul2_bits(hb[j], sb);
+        }
+        a[2 * gi][0] = ha[0];
+        a[2 * gi][1] = hb[0];
+        a[2 * gi][2] = ha[1];
+        a[2 * gi][3] = hb[1];
+        a[2 * gi + 1][0] = ha[2];
+        a[2 * gi + 1][1] = hb[2];
+        a[2 * gi + 1][2] = ha[3];
+        a[2 * gi + 1][3] = hb[3];
+    }
+}
+
+#endif
+
+/* TN token rows by 128 weight rows a block, ST stages in flight.  Each stage is decoded,
+ * multiplied and waited for in turn: the block's other warpgroup and the SM's other block
+ * fill the waits.  (Tried on an H100 and not kept, BENCHMARKS.md: the next stage decoded
+ * while this one's products run, blocks of one warpgroup, the products always TN wide.) */
+template <int TN, int ST, int MINB>
+__global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(MwArgs p)
+{
+#if WGMMA_AVAILABLE
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    constexpr int THREADS = MW_THREADS, ROWS = MW_ROWS;
+    static_assert(TN % 16 == 0 && TN <= 128 && ST >= 3, "the block's shape");
+    constexpr int XSTAGE = TN * 128;          /* token bytes a stage: one swizzle atom */
+    constexpr int QB = MW_BK / 2;             /* raw bytes of a weight row a stage */
+    constexpr int WSTAGE = ROWS * QB;
+    extern __shared__ __align__(16) unsigned char mw_smem[];
+    unsigned char *base = mw_smem + ((1024 - (smem_addr(mw_smem) & 1023)) & 1023);
+    unsigned char *Xs = base;           /* [ST][TN][128] */
+    uint8_t *Wraw = base + ST * XSTAGE; /* [ST][ROWS][QB] */
+    uint8_t *Sc = Wraw + ST * WSTAGE;   /* [ROWS][K/32] */
+
+    const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t g = lane >> 2, t = lane & 3;
+    const uint32_t n0 = blockIdx.x * ROWS, m0 = blockIdx.y * TN, e = blockIdx.z;
+    const uint32_t K = p.K, N = p.N, KG = K / 32, KT = K / MW_BK;
+    const uint32_t slot0 = p.offsets[e], rows = p.offsets[e + 1] - slot0;
+    if (m0 >= rows)
+        return;
+    const uint32_t live = min((uint32_t)TN, rows - m0);
+    {   /* the block's scales for all of K (127: 2^0 for rows past N, whose bytes are 0) */
+        const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
+        if (n0 + ROWS <= N && (ROWS * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
+            for (uint32_t i = tid; i < ROWS * KG / 16; i += THREADS)
+                cp_async16(Sc + i * 16, run + i * 16, true);
+        } else {
+            for (uint32_t i = tid; i < ROWS * KG; i += THREADS) {
+                uint32_t r = i / KG, n = n0 + r;
+                Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
+            }
+        }
+    }
+    /* Each thread's share of a stage, fixed for the whole of K: token row tid / XT, its
+     * 16-byte chunks tid % XT + XT j of the stage's 8; weight row tid / 2, its chunk
+     * tid % 2. */
+    constexpr int XT = THREADS / TN;
+    static_assert(THREADS % TN == 0 && 8 % XT == 0 && THREADS == 2 * ROWS, "the stage's shares");
+    const uint32_t xrow = tid / XT, xc0 = tid % XT, wrow = tid >> 1, wpar = tid & 1;
+    const bool w_ok = n0 + wrow < N, x_ok = m0 + xrow < rows;
+    const uint8_t *w_src = p.blocks + ((size_t)e * N + (w_ok ? n0 + wrow : 0)) * (K / 2) + wpar * 16;
+    const f16 *x_src = p.A + (x_ok ? (p.a_rows ? (size_t)p.a_rows[slot0 + m0 + xrow] : (size_t)slot0 + m0 + xrow) : 0) * K;
+    auto load_stage = [&](uint32_t kt, uint32_t stage) {
+        unsigned char *xd = Xs + stage * XSTAGE + xrow * 128;
+#pragma unroll
+        for (int j = 0; j < 8 / XT; j++) {
+            const uint32_t c = xc0 + j * XT; /* chunk c, swizzled by the row */
+            cp_async16(xd + ((c ^ (xrow % 8)) << 4), x_src + kt * MW_BK + c * 8, x_ok);
+        }
+        cp_async16(Wraw + (stage * ROWS + wrow) * QB + wpar * 16, w_src + (size_t)kt * QB, w_ok);
+    };
+
+    float acc[TN / 2];
+#pragma unroll
+    for (int i = 0; i < TN / 2; i++)
+        acc[i] = 0.0f;
+    const uint32_t r0 = warp * 16 + g;        /* this lane's weight rows: r0, r0 + 8 */
+    const uint32_t pick = t | ((t + 4) << 4); /* byte t of the first and second word */
+    const uint32_t width = (live + 15) / 16;  /* the products' N / 16 */
+    for (uint32_t s = 0; s < ST - 1; s++) {
+        if (s < KT)
+            load_stage(s, s);
+        cp_async_commit();
+    }
+    for (uint32_t kt = 0; kt < KT; kt++) {
+        cp_async_wait<ST - 2>();
+        fence_proxy_async_shared();
+        __syncthreads(); /* the stage is in, and the one refilled below is used up */
+        if (kt + ST - 1 < KT)
+            load_stage(kt + ST - 1, (kt + ST - 1) % ST);
+        cp_async_commit();
+        const uint32_t stage = kt % ST;
+        uint32_t a[MW_BK / 16][4];
+        mw_decode(a, Wraw + stage * WSTAGE, Sc + kt * (MW_BK / 32), r0, KG, pick);
+#pragma unroll
+        for (int i = 0; i < TN / 2; i++)
+            wgmma_keep(acc[i]);
+        wgmma_fence();
+        mw_products_live<TN>(width, acc, a, smem_addr(Xs + stage * XSTAGE));
+        wgmma_commit();
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < TN / 2; i++)
+            wgmma_keep(acc[i]);
+    }
+    cp_async_wait<0>();
+
+    /* acc[4 nt + j]: rows r0 (j 0, 1) and r0 + 8 (2, 3) of the weights, tokens nt*8 + 2t
+     * (+1) */
+    const float *bias = p.bias ? p.bias + (size_t)e * N : nullptr;
+#pragma unroll
+    for (int nt = 0; nt < TN / 8; nt++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint32_t n = n0 + r0 + (j < 2 ? 0 : 8), m = m0 + nt * 8 + 2 * t + (j & 1);
+            float v = acc[4 * nt + j] + (bias && n < N ? bias[n] : 0.0f);
+            if (p.act) { /* (gate, up) = (even, odd) features: the odd one is lane + 4's */
+                float up = __shfl_xor_sync(0xffffffffu, v, 4);
+                if (!(g & 1) && n < N && m < rows)
+                    p.act[((size_t)slot0 + m) * (N / 2) + n / 2] = to_f16(clamped_swiglu(v, up, p.alpha, p.limit));
+            } else if (n < N && m < rows) {
+                p.C[((size_t)slot0 + m) * N + n] = v;
+            }
+        }
+#endif
+}
+
+template <int TN, int ST, int MINB>
+static cudaError_t mw_launch(const MwArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
+{
+    static size_t configured;
+    size_t smem = mw_smem_bytes<TN, ST>(a.K);
+    if (smem > configured) {
+        cudaError_t err = cudaFuncSetAttribute(moe_wgmma_kernel<TN, ST, MINB>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+        configured = smem;
+    }
+    dim3 grid((a.N + MW_ROWS - 1) / MW_ROWS, (max_rows + TN - 1) / TN, E);
+    LAUNCH((moe_wgmma_kernel<TN, ST, MINB>), grid, MW_THREADS, smem, s, a);
+    return cudaGetLastError();
+}
+
+bool k_moe_wgmma_available(void)
+{
+    static std::atomic<int> known[64]; /* per device: 0 unknown, 1 yes, 2 no */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return false;
+    int k = known[dev].load(std::memory_order_relaxed);
+    if (k == 0) {
+        int major = 0, minor = 0;
+        bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+                   major == 9 && minor == 0; /* the sm_90a machine code runs on 9.0 only */
+        k = yes ? 1 : 2;
+        known[dev].store(k, std::memory_order_relaxed);
+    }
+    return k == 1;
+}
+
+cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 *A,
+                             const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
+                             const float *bias, const uint32_t *offsets, uint32_t E,
+                             uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
+                             cudaStream_t s)
+{
+    if (K % 64 || N % 16 || max_rows == 0 || E == 0 || K > 12288 || (token_rows != 64 && token_rows != 128))
+        return cudaErrorInvalidValue;
+    if (!k_moe_wgmma_available())
+        return cudaErrorNotSupported;
+    MwArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
+    /* six stages of 64 (two blocks an SM) for 64 token rows, four for 128: their shared
+     * memory, 84 and 92 KiB with gpt-oss's K, leaves room for two blocks an SM */
+    if (token_rows == 64)
+        return mw_launch<64, 6, 2>(a, E, max_rows, s);
+    return mw_launch<128, 4, 2>(a, E, max_rows, s);
+}
