@@ -405,7 +405,7 @@ struct Experts {
     }
 };
 
-static Experts random_experts(uint32_t E, uint32_t rows, uint32_t cols)
+static Experts random_experts(uint32_t E, uint32_t rows, uint32_t cols, bool normal_scales = false)
 {
     Experts x;
     x.E = E;
@@ -417,10 +417,12 @@ static Experts random_experts(uint32_t E, uint32_t rows, uint32_t cols)
     for (auto &b : x.blocks)
         b = (uint8_t)next_u64();
     /* mostly 2^-9 .. 2^-4, and one group in 16 at the ends of the loader's range
-     * [104, 140]: below 114 the decode multiplies where it otherwise folds the scale */
+     * [104, 140]; normal_scales: the low end 114 (from 114 on every product is a normal
+     * fp16, and k_moe_wgmma.cu folds the scale into its decode) */
+    const uint32_t low = normal_scales ? 114 : 104, lows = normal_scales ? 4 : 10;
     for (auto &s : x.scales) {
         uint64_t r = next_u64();
-        s = (uint8_t)(r % 16 ? 118 + (r >> 8) % 6 : (r >> 8) % 2 ? 104 + (r >> 16) % 10 : 136 + (r >> 16) % 5);
+        s = (uint8_t)(r % 16 ? 118 + (r >> 8) % 6 : (r >> 8) % 2 ? low + (r >> 16) % lows : 136 + (r >> 16) % 5);
     }
     x.bias = random_f32((size_t)E * rows, 0.2f);
     return x;
@@ -436,11 +438,11 @@ static float swiglu_ref(float g, float u)
 
 /* T tokens: 64 gives 32 experts about 8 rows each (k_moe_gemm_few), 256 about 32 and
  * 600 about 75 (the 64-row tile), 600 of 128 experts about 19 (the 32-row tile). */
-static void check_moe_prefill(uint32_t T, uint32_t E)
+static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false)
 {
     const uint32_t k = 4, H = 2880, I = 2880;
     char what[96];
-    Experts gu = random_experts(E, 2 * I, H), dn = random_experts(E, H, I);
+    Experts gu = random_experts(E, 2 * I, H, normal_scales), dn = random_experts(E, H, I, normal_scales);
     std::vector<uint16_t> xb;
     std::vector<float> xf;
     random_h(xb, xf, (size_t)T * H, 1.0f);
@@ -508,8 +510,8 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
               "k_gemm_mxfp4_grouped (gate_up)");
         auto act_b = download(reinterpret_cast<uint16_t *>(dact), (size_t)T * k * I);
         act = h_to_floats(act_b);
-        snprintf(what, sizeof what, "gate_up + SwiGLU, %u slots, 5760 x 2880, tile %s%u", T * k,
-                 tile ? "" : "auto ", tile);
+        snprintf(what, sizeof what, "gate_up + SwiGLU, %u slots, 5760 x 2880, tile %s%u%s", T * k,
+                 tile ? "" : "auto ", tile, normal_scales ? ", normal" : "");
         report("k_gemm_mxfp4_grouped", what, rel_l2(act.data(), want_act.data(), want_act.size()), 1e-3);
     }
 
@@ -527,8 +529,8 @@ static void check_moe_prefill(uint32_t T, uint32_t E)
                                         T * k, H, I, 1.702f, 7.0f, 0),
               "k_gemm_mxfp4_grouped (down)");
         out = download(dout, (size_t)T * k * H);
-        snprintf(what, sizeof what, "down, %u slots, 2880 x 2880, tile %s%u", T * k, tile ? "" : "auto ",
-                 tile);
+        snprintf(what, sizeof what, "down, %u slots, 2880 x 2880, tile %s%u%s", T * k, tile ? "" : "auto ",
+                 tile, normal_scales ? ", normal" : "");
         report("k_gemm_mxfp4_grouped", what, rel_l2(out.data(), want_out.data(), want_out.size()), 1e-5);
     }
 
@@ -1241,6 +1243,7 @@ int main()
     check_moe_decode_scales();
     check_moe_prefill(64, 32);
     check_moe_prefill(256, 32);
+    check_moe_prefill(256, 32, true); /* every scale in [114, 140]: k_moe_wgmma's folded decode */
     check_moe_prefill(600, 32);
     check_moe_prefill(600, 128); /* gpt-oss-120b */
     /* decodes of long and short contexts, one and several splits */

@@ -180,14 +180,15 @@ static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[
 }
 
 /* E2M1 to fp16 pairs of neighbours, unscaled, in 13 instructions for 8 values: the
- * magnitudes' high bytes looked up by two byte permutes (value i's in byte i % 4 of lo or
- * hi), the signs spread to those bytes' top bits by two more in prmt's sign-replicate
- * mode (selector nibble 8 | b copies the top bit of byte b: the sign of an odd value is
- * the top bit of its byte of w, of an even value that of its byte of w << 4), then each
- * pair laid beside zero low bytes.  Exact.  out[j] = half2(value 2j, value 2j + 1). */
-static __device__ __forceinline__ void e2m1x8_to_half2_pairs(uint32_t w, uint32_t out[4])
+ * magnitudes' high bytes looked up by two byte permutes in the tables lo_tab (magnitudes
+ * 0-3) and hi_tab (4-7) (value i's in byte i % 4 of lo or hi), the signs spread to those
+ * bytes' top bits by two more in prmt's sign-replicate mode (selector nibble 8 | b copies
+ * the top bit of byte b: the sign of an odd value is the top bit of its byte of w, of an
+ * even value that of its byte of w << 4), then each pair laid beside zero low bytes.
+ * Exact.  out[j] = half2(value 2j, value 2j + 1). */
+static __device__ __forceinline__ void e2m1x8_to_half2_pairs_tab(uint32_t w, uint32_t lo_tab, uint32_t hi_tab,
+                                                                 uint32_t out[4])
 {
-    const uint32_t lo_tab = 0x3E3C3800u, hi_tab = 0x46444240u; /* high bytes of 0..1.5, 2..6 */
     const uint32_t mag = w & 0x77777777u, w4 = w << 4;
     const uint32_t lo = prmt(lo_tab, hi_tab, mag) | (prmt(w, w4, 0x9D8Cu) & 0x80808080u);
     const uint32_t hi = prmt(lo_tab, hi_tab, mag >> 16) | (prmt(w, w4, 0xBFAEu) & 0x80808080u);
@@ -195,6 +196,25 @@ static __device__ __forceinline__ void e2m1x8_to_half2_pairs(uint32_t w, uint32_
     out[1] = prmt(lo, 0u, 0x3424u);
     out[2] = prmt(hi, 0u, 0x1404u);
     out[3] = prmt(hi, 0u, 0x3424u);
+}
+
+static __device__ __forceinline__ void e2m1x8_to_half2_pairs(uint32_t w, uint32_t out[4])
+{
+    /* the high bytes of 0, 0.5, 1, 1.5 and of 2, 3, 4, 6 */
+    e2m1x8_to_half2_pairs_tab(w, 0x3E3C3800u, 0x46444240u, out);
+}
+
+/* The same tables for the values times 2^(s-127), s in [114, 140], where every nonzero
+ * product is a normal fp16: s - 127 added to each nonzero magnitude's exponent (bits 2-6
+ * of its high byte; zero stays zero), so the decode yields the scaled values as it is. */
+static __device__ __forceinline__ uint32_t e2m1_lo_table_scaled(uint32_t s)
+{
+    return s * 0x04040400u + (0x3E3C3800u - 127u * 0x04040400u);
+}
+
+static __device__ __forceinline__ uint32_t e2m1_hi_table_scaled(uint32_t s)
+{
+    return s * 0x04040404u + (0x46444240u - 127u * 0x04040404u);
 }
 
 /* (a, b) as two fp8 e4m3 (a in the low byte), rounded to nearest even, saturating at
@@ -247,6 +267,12 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src, bo
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
                  "l"(src), "r"(valid ? 16 : 0));
+}
+
+/* The same to a shared-memory address (smem_addr). */
+static __device__ __forceinline__ void cp_async16_at(uint32_t dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
 
 /* 4 bytes global -> shared, asynchronously; !valid writes zeros. */

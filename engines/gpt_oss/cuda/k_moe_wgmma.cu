@@ -27,6 +27,8 @@
 #include "device_util.cuh"
 #include "wgmma.cuh"
 
+#include <type_traits>
+
 struct MwArgs {
     float *C;
     f16 *act;
@@ -80,7 +82,11 @@ static __device__ __forceinline__ void mw_products_live(uint32_t width, float *a
 }
 
 /* One MXFP4 stage of this lane's rows r0 and r0 + 8 (raw bytes wr, row stride 32, scales
- * sc of the stage's first group, row stride KG) into A fragments of four k16 steps. */
+ * sc of the stage's first group, row stride KG) into A fragments of four k16 steps.
+ * TABLE: the scale goes into the decode's tables (every scale of the block in [114, 140]:
+ * the products normal fp16), else an fp16 multiplication after it (subnormal products
+ * too). */
+template <bool TABLE>
 static __device__ __forceinline__ void mw_decode(uint32_t (&a)[MW_BK / 16][4], const uint8_t *wr, const uint8_t *sc,
                                                  uint32_t r0, uint32_t KG, uint32_t pick)
 {
@@ -93,14 +99,20 @@ static __device__ __forceinline__ void mw_decode(uint32_t (&a)[MW_BK / 16][4], c
          * 2t + 9 of its first k16 step, then of its second */
         const uint32_t wa = prmt(prmt(qa.x, qa.y, pick), prmt(qa.z, qa.w, pick), 0x5410u);
         const uint32_t wb = prmt(prmt(qb.x, qb.y, pick), prmt(qb.z, qb.w, pick), 0x5410u);
-        const uint32_t sa = e8m0_half2(sc[r0 * KG + gi]), sb = e8m0_half2(sc[r1 * KG + gi]);
+        const uint32_t s_a = sc[r0 * KG + gi], s_b = sc[r1 * KG + gi];
         uint32_t ha[4], hb[4];
-        e2m1x8_to_half2_pairs(wa, ha);
-        e2m1x8_to_half2_pairs(wb, hb);
+        if constexpr (TABLE) {
+            e2m1x8_to_half2_pairs_tab(wa, e2m1_lo_table_scaled(s_a), e2m1_hi_table_scaled(s_a), ha);
+            e2m1x8_to_half2_pairs_tab(wb, e2m1_lo_table_scaled(s_b), e2m1_hi_table_scaled(s_b), hb);
+        } else {
+            const uint32_t sa = e8m0_half2(s_a), sb = e8m0_half2(s_b);
+            e2m1x8_to_half2_pairs(wa, ha);
+            e2m1x8_to_half2_pairs(wb, hb);
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            ha[j] = hmul2_bits(ha[j], sa);
-            hb[j] = hmul2_bits(hb[j], sb);
+            for (int j = 0; j < 4; j++) {
+                ha[j] = hmul2_bits(ha[j], sa);
+                hb[j] = hmul2_bits(hb[j], sb);
+            }
         }
         a[2 * gi][0] = ha[0];
         a[2 * gi][1] = hb[0];
@@ -158,21 +170,29 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(MwArgs p)
     }
     /* Each thread's share of a stage, fixed for the whole of K: token row tid / XT, its
      * 16-byte chunks tid % XT + XT j of the stage's 8; weight row tid / 2, its chunk
-     * tid % 2. */
-    constexpr int XT = THREADS / TN;
+     * tid % 2.  Their shared addresses are set once; a stage adds its slot's offset, and
+     * the sources move on by a stage's bytes. */
+    constexpr int XT = THREADS / TN, XJ = 8 / XT;
     static_assert(THREADS % TN == 0 && 8 % XT == 0 && THREADS == 2 * ROWS, "the stage's shares");
     const uint32_t xrow = tid / XT, xc0 = tid % XT, wrow = tid >> 1, wpar = tid & 1;
     const bool w_ok = n0 + wrow < N, x_ok = m0 + xrow < rows;
     const uint8_t *w_src = p.blocks + ((size_t)e * N + (w_ok ? n0 + wrow : 0)) * (K / 2) + wpar * 16;
-    const f16 *x_src = p.A + (x_ok ? (p.a_rows ? (size_t)p.a_rows[slot0 + m0 + xrow] : (size_t)slot0 + m0 + xrow) : 0) * K;
-    auto load_stage = [&](uint32_t kt, uint32_t stage) {
-        unsigned char *xd = Xs + stage * XSTAGE + xrow * 128;
+    const f16 *x_src = p.A + (x_ok ? (p.a_rows ? (size_t)p.a_rows[slot0 + m0 + xrow] : (size_t)slot0 + m0 + xrow) : 0) * K +
+                       xc0 * 8;
+    uint32_t x_dst[XJ];
 #pragma unroll
-        for (int j = 0; j < 8 / XT; j++) {
-            const uint32_t c = xc0 + j * XT; /* chunk c, swizzled by the row */
-            cp_async16(xd + ((c ^ (xrow % 8)) << 4), x_src + kt * MW_BK + c * 8, x_ok);
-        }
-        cp_async16(Wraw + (stage * ROWS + wrow) * QB + wpar * 16, w_src + (size_t)kt * QB, w_ok);
+    for (int j = 0; j < XJ; j++) /* chunk xc0 + XT j, swizzled by the row */
+        x_dst[j] = smem_addr(Xs) + xrow * 128 + (((xc0 + j * XT) ^ (xrow % 8)) << 4);
+    const uint32_t w_dst = smem_addr(Wraw) + wrow * QB + wpar * 16;
+    uint32_t load_slot = 0;
+    auto load_next = [&]() {
+#pragma unroll
+        for (int j = 0; j < XJ; j++)
+            cp_async16_at(x_dst[j] + load_slot * XSTAGE, x_src + j * XT * 8, x_ok);
+        cp_async16_at(w_dst + load_slot * WSTAGE, w_src, w_ok);
+        x_src += MW_BK;
+        w_src += QB;
+        load_slot = load_slot + 1 == ST ? 0 : load_slot + 1;
     };
 
     float acc[TN / 2];
@@ -184,30 +204,49 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(MwArgs p)
     const uint32_t width = (live + 15) / 16;  /* the products' N / 16 */
     for (uint32_t s = 0; s < ST - 1; s++) {
         if (s < KT)
-            load_stage(s, s);
+            load_next();
         cp_async_commit();
     }
-    for (uint32_t kt = 0; kt < KT; kt++) {
-        cp_async_wait<ST - 2>();
-        fence_proxy_async_shared();
-        __syncthreads(); /* the stage is in, and the one refilled below is used up */
-        if (kt + ST - 1 < KT)
-            load_stage(kt + ST - 1, (kt + ST - 1) % ST);
-        cp_async_commit();
-        const uint32_t stage = kt % ST;
-        uint32_t a[MW_BK / 16][4];
-        mw_decode(a, Wraw + stage * WSTAGE, Sc + kt * (MW_BK / 32), r0, KG, pick);
+    /* whether every scale of the block gives normal fp16 products (the decode's tables
+     * then carry them): the first stage's group brought the scales */
+    cp_async_wait<ST - 2>();
+    __syncthreads();
+    bool normal = true;
+    for (uint32_t i = tid; i < ROWS * KG / 4; i += THREADS)
+        normal &= __vcmpltu4(reinterpret_cast<const uint32_t *>(Sc)[i], 0x72727272u) == 0; /* s >= 114 */
+    normal = __syncthreads_and(normal);
+
+    auto run = [&](auto table) {
+        constexpr bool TABLE = decltype(table)::value;
+        uint32_t slot = 0;
+        const uint8_t *sc = Sc;
+        for (uint32_t kt = 0; kt < KT; kt++) {
+            cp_async_wait<ST - 2>();
+            fence_proxy_async_shared();
+            __syncthreads(); /* the stage is in, and the one refilled below is used up */
+            if (kt + ST - 1 < KT)
+                load_next();
+            cp_async_commit();
+            uint32_t a[MW_BK / 16][4];
+            mw_decode<TABLE>(a, Wraw + slot * WSTAGE, sc, r0, KG, pick);
 #pragma unroll
-        for (int i = 0; i < TN / 2; i++)
-            wgmma_keep(acc[i]);
-        wgmma_fence();
-        mw_products_live<TN>(width, acc, a, smem_addr(Xs + stage * XSTAGE));
-        wgmma_commit();
-        wgmma_wait<0>();
+            for (int i = 0; i < TN / 2; i++)
+                wgmma_keep(acc[i]);
+            wgmma_fence();
+            mw_products_live<TN>(width, acc, a, smem_addr(Xs) + slot * XSTAGE);
+            wgmma_commit();
+            wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < TN / 2; i++)
-            wgmma_keep(acc[i]);
-    }
+            for (int i = 0; i < TN / 2; i++)
+                wgmma_keep(acc[i]);
+            slot = slot + 1 == ST ? 0 : slot + 1;
+            sc += MW_BK / 32;
+        }
+    };
+    if (normal)
+        run(std::true_type{});
+    else
+        run(std::false_type{});
     cp_async_wait<0>();
 
     /* acc[4 nt + j]: rows r0 (j 0, 1) and r0 + 8 (2, 3) of the weights, tokens nt*8 + 2t
