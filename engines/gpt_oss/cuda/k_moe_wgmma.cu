@@ -11,18 +11,20 @@
  * decodes, per MXFP4 group of its rows g and g + 8, bytes t, t + 4, t + 8 and t + 12 of
  * the group's 16 (gathered by byte permutes from the group it reads whole): their values
  * are k = 2t, 2t + 1, 2t + 8, 2t + 9 of the group's two k16 steps, the A fragment's
- * places, so the tokens stay in their order.  The scale multiplies the decoded fp16
- * values (exact in the range the loader checks), so the products accumulate over all of
- * K in the tensor cores, one wgmma a warpgroup and k16 step, its N the block's live
- * token rows rounded up to 16.  The epilogue is k_moe_gemm.cu's: the bias, then C fp32
+ * places, so the tokens stay in their order.  The scale is applied in fp16 (exact in
+ * the range the loader checks): folded into the decode's lookup tables when every scale
+ * of the block gives normal products, else multiplied after it; so the products
+ * accumulate over all of K in the tensor cores, one wgmma a warpgroup and k16 step, its
+ * N the block's live token rows rounded up to 16.  The epilogue is k_moe_gemm.cu's: the bias, then C fp32
  * or the clamped SwiGLU of (gate, up) feature pairs as fp16.
  *
  * Where the fragments kernel issues 2 x TN/8 mma.sync and 4 x TN/8 scalings a warp and
  * group, this issues two wgmma a warpgroup.  On an H100 at 256 sequences (32 rows an
- * expert) gate_up + down take 231 + 133 us a layer against the 64-row tile's 300 + 167
- * (BENCHMARKS.md); the schedulers then issue in 55% of their cycles, three quarters of
- * it the decode and the loads' address arithmetic, and the weights stream at 1.3 TB/s:
- * fewer instructions a decoded value is what would move it next.
+ * expert) gate_up + down take 227 + 130 us a layer against the 64-row tile's 300 + 167
+ * (BENCHMARKS.md), the weights streaming at about 1.3 TB/s: each stage's decode,
+ * products and wait run in turn, and the schedulers issue in about half their cycles,
+ * nearly all of it the decode.  Overlapping them (a warpgroup that only loads, the
+ * tokens by the copy engine) is what would move it next.
  * See k_gemm_mxfp4_grouped_tile in kernels.cuh. */
 #include "device_util.cuh"
 #include "wgmma.cuh"
