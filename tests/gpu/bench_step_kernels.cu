@@ -270,6 +270,8 @@ int main(int argc, char **argv)
         printf("  experts' products by tile (us/launch): ");
         for (uint32_t tile : {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, GPT_MOE_TILE_WGMMA64,
                               GPT_MOE_TILE_WGMMA128, 32u, 64u, 128u}) {
+            if ((tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_moe_wgmma_available())
+                continue; /* Hopper's only */
             double gu = time_us([&](uint32_t l) {
                 return k_gemm_mxfp4_grouped_tile(tile, NULL, act, xn, rows, gub[l], gus[l], gbias, offsets,
                                                  E, T, T * K, 2 * I, H, 1.702f, 7.0f, 0);

@@ -255,6 +255,37 @@ static __device__ __forceinline__ float clamped_swiglu(float gate, float up, flo
     return (up + 1.0f) * (gate / (1.0f + __expf(-alpha * gate)));
 }
 
+/* ---- dynamic shared memory ------------------------------------------------------------- */
+
+/* Past 48 KiB a kernel's dynamic shared memory must be allowed by cudaFuncSetAttribute,
+ * which holds for the current device only: each launcher keeps one allowance (a static
+ * per kernel) and asks allow_dynamic_smem before every launch, which sets the attribute
+ * the first time a device needs more than it has allowed. */
+struct SmemAllowance {
+    std::atomic<size_t> per_device[64];
+};
+
+template <typename Kernel>
+static cudaError_t allow_dynamic_smem(SmemAllowance &allowed, Kernel kernel, size_t smem)
+{
+    int dev = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err != cudaSuccess)
+        return err;
+    if (dev < 0 || dev >= 64)
+        return cudaErrorInvalidDevice;
+    std::atomic<size_t> &have = allowed.per_device[dev];
+    if (smem <= have.load(std::memory_order_acquire))
+        return cudaSuccess;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (err != cudaSuccess)
+        return err;
+    size_t seen = have.load(std::memory_order_relaxed);
+    while (seen < smem && !have.compare_exchange_weak(seen, smem, std::memory_order_release))
+        ;
+    return cudaSuccess;
+}
+
 /* ---- tensor cores ---------------------------------------------------------------------- */
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)

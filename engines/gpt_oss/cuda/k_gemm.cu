@@ -216,15 +216,11 @@ static cudaError_t launch(const GemmArgs &a, dim3 grid, cudaStream_t s)
 {
     if (a.K % TL::BK)
         return cudaErrorInvalidValue;
-    static size_t configured; /* the largest dynamic shared memory allowed so far */
+    static SmemAllowance allowed;
     size_t smem = smem_bytes<LO, TL>();
-    if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(gemm_kernel<LO, TL>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-        configured = smem;
-    }
+    cudaError_t err = allow_dynamic_smem(allowed, gemm_kernel<LO, TL>, smem);
+    if (err != cudaSuccess)
+        return err;
     grid.y = (grid.y + TL::BM - 1) / TL::BM;
     LAUNCH(gemm_kernel<LO, TL>, grid, TL::THREADS, smem, s, a);
     return cudaGetLastError();

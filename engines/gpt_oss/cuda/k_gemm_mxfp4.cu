@@ -17,7 +17,7 @@
  * warp skips its m16 tiles past the expert's rows, so an expert of 40 rows in a 64-row
  * tile pays 3 tiles of products, not 4.  The epilogue adds the bias, then writes C fp32
  * or the clamped SwiGLU of (gate, up) feature pairs as fp16.  See kernels.cuh. */
-#include "device_util.cuh"
+#include "experts_common.cuh"
 
 #define MX_BN 128
 #define MX_BK 64
@@ -38,17 +38,6 @@
 #define WGMMA_MEAN 20u
 #define WGMMA64_MEAN 56u
 
-struct MxArgs {
-    float *C;
-    f16 *act;
-    const f16 *A;
-    const int32_t *a_rows;
-    const uint8_t *blocks, *scales;
-    const float *bias;
-    const uint32_t *offsets;
-    uint32_t N, K;
-    float alpha, limit;
-};
 
 /* BM rows by 128 features a block; ST stages of raw bytes and token rows in flight.
  * AHEAD: decode one step ahead (at least 3 stages: while step i is multiplied, step
@@ -56,7 +45,7 @@ struct MxArgs {
  * stages [ST][BM][LDS] f16, the decoded tiles [AHEAD ? 2 : 1][BN][LDS] f16, raw stages
  * [ST][BN][BK/2], the block's scales [BN][K/32]. */
 template <int BM, int ST, bool AHEAD>
-__global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(MxArgs p)
+__global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(ExpertsArgs p)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -82,19 +71,7 @@ __global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(MxArgs p)
     const uint32_t slot0 = p.offsets[e], rows = p.offsets[e + 1] - slot0;
     if (m0 >= rows)
         return;
-    {   /* the block's scales for all of K: one run of BN * KG bytes when whole and 16-byte
-         * aligned; else byte by byte (127: 2^0 for features past N, whose bytes are 0) */
-        const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
-        if (n0 + MX_BN <= N && (MX_BN * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
-            for (uint32_t i = tid; i < MX_BN * KG / 16; i += MX_THREADS)
-                cp_async16(Sc + i * 16, run + i * 16, true);
-        } else {
-            for (uint32_t i = tid; i < MX_BN * KG; i += MX_THREADS) {
-                uint32_t r = i / KG, n = n0 + r;
-                Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
-            }
-        }
-    }
+    load_block_scales<MX_BN, MX_THREADS>(Sc, p, e, n0, tid);
 
     /* this thread's token chunks (16 bytes each) a step: rows fixed, k moves */
     const f16 *a_src[A_CHUNKS];
@@ -260,17 +237,13 @@ static size_t mx_smem_bytes(uint32_t K)
 }
 
 template <int BM, int ST, bool AHEAD>
-static cudaError_t mx_launch(const MxArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
+static cudaError_t mx_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
-    static size_t configured; /* the largest dynamic shared memory allowed so far */
+    static SmemAllowance allowed;
     size_t smem = mx_smem_bytes<BM, ST, AHEAD>(a.K);
-    if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(mx_gemm_kernel<BM, ST, AHEAD>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-        configured = smem;
-    }
+    cudaError_t err = allow_dynamic_smem(allowed, mx_gemm_kernel<BM, ST, AHEAD>, smem);
+    if (err != cudaSuccess)
+        return err;
     dim3 grid((a.N + MX_BN - 1) / MX_BN, (max_rows + BM - 1) / BM, E);
     LAUNCH(mx_gemm_kernel<BM, ST, AHEAD>, grid, MX_THREADS, smem, s, a);
     return cudaGetLastError();
@@ -302,7 +275,7 @@ cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f
                : mean <= SMALL_MEAN || max_rows <= 32              ? 32
                : mean <= MID_MEAN                                  ? 64
                                                                    : 128;
-    MxArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
+    ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     switch (tile) {
     case GPT_MOE_TILE_FRAGMENTS16:
         if (N % 16)

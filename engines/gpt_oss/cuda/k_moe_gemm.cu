@@ -33,25 +33,14 @@
  * (gate, up) feature pairs as fp16 (the pair's partner is the next lane group's row,
  * fetched by a shuffle).
  * See k_gemm_mxfp4_grouped in kernels.cuh. */
-#include "device_util.cuh"
+#include "experts_common.cuh"
 
 #define MG_THREADS 256
 #define MG_N 128  /* weight rows a block */
 
-struct MoeArgs {
-    float *C;
-    f16 *act;
-    const f16 *A;
-    const int32_t *a_rows;
-    const uint8_t *blocks, *scales;
-    const float *bias;
-    const uint32_t *offsets;
-    uint32_t N, K;
-    float alpha, limit;
-};
 
 template <int TN, int ST, int MG_BK, int MINB = 2, bool PADX = true, bool PADW = true>
-__global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(MoeArgs p)
+__global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs p)
 {
     /* shared rows padded (PADX, PADW) so that a warp's reads meet no bank twice: the
      * tokens' by 64 bytes modulo 128 (lanes g and g + 1 of a quarter warp read 16 bytes
@@ -76,18 +65,7 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(MoeArgs p)
     const uint32_t slot0 = p.offsets[e], rows = p.offsets[e + 1] - slot0;
     if (m0 >= rows)
         return;
-    {   /* the block's scales for all of K (127: 2^0 for rows past N, whose bytes are 0) */
-        const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
-        if (n0 + MG_N <= N && (MG_N * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
-            for (uint32_t i = tid; i < MG_N * KG / 16; i += MG_THREADS)
-                cp_async16(Sc + i * 16, run + i * 16, true);
-        } else {
-            for (uint32_t i = tid; i < MG_N * KG; i += MG_THREADS) {
-                uint32_t r = i / KG, n = n0 + r;
-                Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
-            }
-        }
-    }
+    load_block_scales<MG_N, MG_THREADS>(Sc, p, e, n0, tid);
     /* Each thread's share of a stage, fixed for the whole of K (so a stage costs a few
      * cp.async and no index arithmetic): weight row tid / 2, its 16-byte chunks of parity
      * tid % 2; token row tid / XT, its chunks tid % XT + XT j. */
@@ -166,21 +144,11 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(MoeArgs p)
     cp_async_wait<0>();
 
     /* acc[nt]: rows r0 (0, 1) and r1 (2, 3) of the weights, tokens nt*8 + 2t (+1) */
-    const float *bias = p.bias ? p.bias + (size_t)e * N : nullptr;
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint32_t n = n0 + (j < 2 ? r0 : r1), m = m0 + nt * 8 + 2 * t + (j & 1);
-            float v = acc[nt][j] + (bias && n < N ? bias[n] : 0.0f);
-            if (p.act) { /* (gate, up) = (even, odd) features: the odd one is lane + 4's */
-                float up = __shfl_xor_sync(0xffffffffu, v, 4);
-                if (!(g & 1) && n < N && m < rows)
-                    p.act[((size_t)slot0 + m) * (N / 2) + n / 2] = to_f16(clamped_swiglu(v, up, p.alpha, p.limit));
-            } else if (n < N && m < rows) {
-                p.C[((size_t)slot0 + m) * N + n] = v;
-            }
-        }
+        for (int j = 0; j < 4; j++)
+            store_feature_output(p, e, slot0, rows, n0 + (j < 2 ? r0 : r1), m0 + nt * 8 + 2 * t + (j & 1), acc[nt][j], g);
 }
 
 template <int TN, int ST, int MG_BK, int MINB, bool PADX, bool PADW>
@@ -191,17 +159,13 @@ static size_t moe_smem_bytes(uint32_t K)
 }
 
 template <int TN, int ST, int BK, int MINB = 2, bool PADX = true, bool PADW = true>
-static cudaError_t moe_launch(const MoeArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
+static cudaError_t moe_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
-    static size_t configured;
+    static SmemAllowance allowed;
     size_t smem = moe_smem_bytes<TN, ST, BK, MINB, PADX, PADW>(a.K);
-    if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-        configured = smem;
-    }
+    cudaError_t err = allow_dynamic_smem(allowed, moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW>, smem);
+    if (err != cudaSuccess)
+        return err;
     dim3 grid((a.N + MG_N - 1) / MG_N, (max_rows + TN - 1) / TN, E);
     LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW>), grid, MG_THREADS, smem, s, a);
     return cudaGetLastError();
@@ -216,7 +180,7 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
     if (K % 64 || N % 16 || max_rows == 0 || E == 0 || K > 12288 ||
         (token_rows != 16 && token_rows != 32) || (token_rows == 32 && K % 320))
         return cudaErrorInvalidValue;
-    MoeArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
+    ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* 32 token rows: two stages of 160 for three blocks an SM */
     if (token_rows == 32)
         return moe_launch<32, 2, 160, 3>(a, E, max_rows, s);

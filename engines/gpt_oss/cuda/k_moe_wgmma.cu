@@ -26,22 +26,11 @@
  * nearly all of it the decode.  Overlapping them (a warpgroup that only loads, the
  * tokens by the copy engine) is what would move it next.
  * See k_gemm_mxfp4_grouped_tile in kernels.cuh. */
-#include "device_util.cuh"
+#include "experts_common.cuh"
 #include "wgmma.cuh"
 
 #include <type_traits>
 
-struct MwArgs {
-    float *C;
-    f16 *act;
-    const f16 *A;
-    const int32_t *a_rows;
-    const uint8_t *blocks, *scales;
-    const float *bias;
-    const uint32_t *offsets;
-    uint32_t N, K;
-    float alpha, limit;
-};
 
 #define MW_BK 64       /* K a stage: one 128-byte swizzle atom of the tokens */
 #define MW_THREADS 256 /* two warpgroups */
@@ -134,7 +123,7 @@ static __device__ __forceinline__ void mw_decode(uint32_t (&a)[MW_BK / 16][4], c
  * fill the waits.  (Tried on an H100 and not kept, BENCHMARKS.md: the next stage decoded
  * while this one's products run, blocks of one warpgroup, the products always TN wide.) */
 template <int TN, int ST, int MINB>
-__global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(MwArgs p)
+__global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs p)
 {
 #if WGMMA_AVAILABLE
     grid_wait(); /* see launch() in device_util.cuh */
@@ -158,18 +147,7 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(MwArgs p)
     if (m0 >= rows)
         return;
     const uint32_t live = min((uint32_t)TN, rows - m0);
-    {   /* the block's scales for all of K (127: 2^0 for rows past N, whose bytes are 0) */
-        const uint8_t *run = p.scales + ((size_t)e * N + n0) * KG;
-        if (n0 + ROWS <= N && (ROWS * KG) % 16 == 0 && ((uintptr_t)run & 15) == 0) {
-            for (uint32_t i = tid; i < ROWS * KG / 16; i += THREADS)
-                cp_async16(Sc + i * 16, run + i * 16, true);
-        } else {
-            for (uint32_t i = tid; i < ROWS * KG; i += THREADS) {
-                uint32_t r = i / KG, n = n0 + r;
-                Sc[i] = n < N ? __ldg(p.scales + ((size_t)e * N + n) * KG + i % KG) : 127;
-            }
-        }
-    }
+    load_block_scales<ROWS, THREADS>(Sc, p, e, n0, tid);
     /* Each thread's share of a stage, fixed for the whole of K: token row tid / XT, its
      * 16-byte chunks tid % XT + XT j of the stage's 8; weight row tid / 2, its chunk
      * tid % 2.  Their shared addresses are set once; a stage adds its slot's offset, and
@@ -209,16 +187,18 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(MwArgs p)
             load_next();
         cp_async_commit();
     }
-    /* whether every scale of the block gives normal fp16 products (the decode's tables
-     * then carry them): the first stage's group brought the scales */
+    /* whether every scale of the block gives normal fp16 products, s in [114, 140] (the
+     * decode's tables then carry them): the first stage's group brought the scales */
     cp_async_wait<ST - 2>();
     __syncthreads();
     bool normal = true;
-    for (uint32_t i = tid; i < ROWS * KG / 4; i += THREADS)
-        normal &= __vcmpltu4(reinterpret_cast<const uint32_t *>(Sc)[i], 0x72727272u) == 0; /* s >= 114 */
+    for (uint32_t i = tid; i < ROWS * KG / 4; i += THREADS) {
+        const uint32_t four = reinterpret_cast<const uint32_t *>(Sc)[i];
+        normal &= (__vcmpltu4(four, 0x72727272u) | __vcmpgtu4(four, 0x8C8C8C8Cu)) == 0;
+    }
     normal = __syncthreads_and(normal);
 
-    auto run = [&](auto table) {
+    auto multiply_all = [&](auto table) {
         constexpr bool TABLE = decltype(table)::value;
         uint32_t slot = 0;
         const uint8_t *sc = Sc;
@@ -246,43 +226,32 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(MwArgs p)
         }
     };
     if (normal)
-        run(std::true_type{});
+        multiply_all(std::true_type{});
     else
-        run(std::false_type{});
+        multiply_all(std::false_type{});
     cp_async_wait<0>();
 
     /* acc[4 nt + j]: rows r0 (j 0, 1) and r0 + 8 (2, 3) of the weights, tokens nt*8 + 2t
      * (+1) */
-    const float *bias = p.bias ? p.bias + (size_t)e * N : nullptr;
 #pragma unroll
     for (int nt = 0; nt < TN / 8; nt++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            uint32_t n = n0 + r0 + (j < 2 ? 0 : 8), m = m0 + nt * 8 + 2 * t + (j & 1);
-            float v = acc[4 * nt + j] + (bias && n < N ? bias[n] : 0.0f);
-            if (p.act) { /* (gate, up) = (even, odd) features: the odd one is lane + 4's */
-                float up = __shfl_xor_sync(0xffffffffu, v, 4);
-                if (!(g & 1) && n < N && m < rows)
-                    p.act[((size_t)slot0 + m) * (N / 2) + n / 2] = to_f16(clamped_swiglu(v, up, p.alpha, p.limit));
-            } else if (n < N && m < rows) {
-                p.C[((size_t)slot0 + m) * N + n] = v;
-            }
-        }
+        for (int j = 0; j < 4; j++)
+            store_feature_output(p, e, slot0, rows, n0 + r0 + (j < 2 ? 0 : 8), m0 + nt * 8 + 2 * t + (j & 1),
+                                 acc[4 * nt + j], g);
+#else
+    __trap(); /* built without sm_90a: k_moe_wgmma_available() keeps it from being launched */
 #endif
 }
 
 template <int TN, int ST, int MINB>
-static cudaError_t mw_launch(const MwArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
+static cudaError_t mw_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
-    static size_t configured;
+    static SmemAllowance allowed;
     size_t smem = mw_smem_bytes<TN, ST>(a.K);
-    if (smem > configured) {
-        cudaError_t err = cudaFuncSetAttribute(moe_wgmma_kernel<TN, ST, MINB>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-        configured = smem;
-    }
+    cudaError_t err = allow_dynamic_smem(allowed, moe_wgmma_kernel<TN, ST, MINB>, smem);
+    if (err != cudaSuccess)
+        return err;
     dim3 grid((a.N + MW_ROWS - 1) / MW_ROWS, (max_rows + TN - 1) / TN, E);
     LAUNCH((moe_wgmma_kernel<TN, ST, MINB>), grid, MW_THREADS, smem, s, a);
     return cudaGetLastError();
@@ -316,10 +285,35 @@ cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 
         return cudaErrorInvalidValue;
     if (!k_moe_wgmma_available())
         return cudaErrorNotSupported;
-    MwArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
+    ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* six stages of 64 (two blocks an SM) for 64 token rows, four for 128: their shared
      * memory, 84 and 92 KiB with gpt-oss's K, leaves room for two blocks an SM */
     if (token_rows == 64)
         return mw_launch<64, 6, 2>(a, E, max_rows, s);
     return mw_launch<128, 4, 2>(a, E, max_rows, s);
+}
+
+/* Every E2M1 word w of a sample (each nibble value in every place, then hashed words)
+ * decoded with the scaled tables of each s in [114, 140], against the plain decode times
+ * 2^(s-127) in fp16: the bits must be the same. */
+__global__ void e2m1_scaled_tables_kernel(uint32_t *mismatches)
+{
+    const uint32_t s = 114 + blockIdx.x, i = blockIdx.y * blockDim.x + threadIdx.x;
+    const uint32_t w = i < 16 ? i * 0x11111111u : (i * 2654435761u) ^ (i >> 3) * 0x9E3779B9u;
+    uint32_t want[4], got[4];
+    e2m1x8_to_half2_pairs(w, want);
+    e2m1x8_to_half2_pairs_tab(w, e2m1_lo_table_scaled(s), e2m1_hi_table_scaled(s), got);
+    const uint32_t scale = e8m0_half2(s);
+    for (int j = 0; j < 4; j++)
+        if (hmul2_bits(want[j], scale) != got[j])
+            atomicAdd(mismatches, 1u);
+}
+
+cudaError_t k_e2m1_scaled_tables_check(uint32_t *mismatches)
+{
+    cudaError_t err = cudaMemset(mismatches, 0, sizeof *mismatches);
+    if (err != cudaSuccess)
+        return err;
+    e2m1_scaled_tables_kernel<<<dim3(140 - 114 + 1, 64), 256>>>(mismatches);
+    return cudaGetLastError();
 }

@@ -306,12 +306,16 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
                            cudaStream_t s);
 /* The same on Hopper's warpgroup matrix instructions (k_moe_wgmma.cu), token_rows (64 or
  * 128) of an expert a block; cudaErrorNotSupported but on compute capability 9.0, which
- * k_moe_wgmma_available() tells.  N % 16 == 0, K % 64 == 0. */
+ * k_moe_wgmma_available() tells.  N % 16 == 0, K % 64 == 0, K <= 12288; other shapes
+ * are cudaErrorInvalidValue.  k_e2m1_scaled_tables_check (for the kernel check) counts
+ * into *mismatches (device memory) the sampled words whose decode with the scale folded
+ * into the tables (s in [114, 140]) differs from the decode times the scale. */
 bool k_moe_wgmma_available(void);
 cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 *A,
                              const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
                              const float *bias, const uint32_t *offsets, uint32_t E,
                              uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
                              cudaStream_t s);
+cudaError_t k_e2m1_scaled_tables_check(uint32_t *mismatches);
 
 #endif
