@@ -20,7 +20,7 @@
  *
  * Where the fragments kernel issues 2 x TN/8 mma.sync and 4 x TN/8 scalings a warp and
  * group, this issues two wgmma a warpgroup.  On an H100 at 256 sequences (32 rows an
- * expert) gate_up + down take 227 + 130 us a layer against the 64-row tile's 300 + 167
+ * expert) gate_up + down take 213 + 124 us a layer against the 64-row tile's 300 + 167
  * (BENCHMARKS.md), the weights streaming at about 1.3 TB/s: each stage's decode,
  * products and wait run in turn, and the schedulers issue in about half their cycles,
  * nearly all of it the decode.  Overlapping them (a warpgroup that only loads, the
@@ -286,10 +286,11 @@ cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 
     if (!k_moe_wgmma_available())
         return cudaErrorNotSupported;
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
-    /* six stages of 64 (two blocks an SM) for 64 token rows, four for 128: their shared
-     * memory, 84 and 92 KiB with gpt-oss's K, leaves room for two blocks an SM */
+    /* 64 token rows: four stages, three blocks an SM (60 KiB of shared memory each with
+     * gpt-oss's K, 80 registers; 5 to 7% faster than two blocks of six stages on an H100,
+     * BENCHMARKS.md); 128: four stages, two blocks (92 KiB, 122 registers) */
     if (token_rows == 64)
-        return mw_launch<64, 6, 2>(a, E, max_rows, s);
+        return mw_launch<64, 4, 3>(a, E, max_rows, s);
     return mw_launch<128, 4, 2>(a, E, max_rows, s);
 }
 
