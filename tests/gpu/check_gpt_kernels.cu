@@ -1262,7 +1262,7 @@ int main()
     {   /* the scale folded into the E2M1 decode's tables, against decode times scale */
         uint32_t *bad = dev<uint32_t>(1);
         check(k_e2m1_scaled_tables_check(bad), "k_e2m1_scaled_tables_check");
-        report("e2m1 scaled tables", "s 114..140, 16384 words, mismatching bits", download(bad, 1)[0], 0);
+        report("e2m1 scaled tables", "s 114..140, 16384 words, pairs that differ", download(bad, 1)[0], 0);
     }
     /* decodes of long and short contexts, one and several splits */
     check_attention_paged(64, 8, 64, 0, {3000}, {1}, 32);

@@ -119,7 +119,7 @@ static __device__ __forceinline__ void mw_decode(uint32_t (&a)[MW_BK / 16][4], c
 #endif
 
 /* TN token rows by 128 weight rows a block, ST stages in flight.  Each stage is decoded,
- * multiplied and waited for in turn: the block's other warpgroup and the SM's other block
+ * multiplied and waited for in turn: the block's other warpgroup and the SM's other blocks
  * fill the waits.  (Tried on an H100 and not kept, BENCHMARKS.md: the next stage decoded
  * while this one's products run, blocks of one warpgroup, the products always TN wide.) */
 template <int TN, int ST, int MINB>
