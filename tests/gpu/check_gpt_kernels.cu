@@ -436,7 +436,9 @@ static float swiglu_ref(float g, float u)
     return o;
 }
 
-/* T tokens: 64 gives 32 experts about 8 rows each (the fragments kernel), 256 about 32,
+/* T tokens: 16 gives 32 experts about 2 rows each and 64 of 128 experts 2 (gpt-oss-120b
+ * at 64 sequences; the fragments kernel, most experts' last n8 tile empty), 64 of 32
+ * about 8 (fragments), 256 about 32,
  * 600 about 75 and 1,200 about 150 (on Hopper the wgmma kernel, 64 and then 128 token
  * rows a block, the widest products and several blocks an expert; elsewhere the 64- and
  * 128-row tiles), 600 of 128 experts about 19 (fragments, 32 rows).  Every tile runs on
@@ -1251,6 +1253,8 @@ int main()
     check_rope_kv();
     check_moe_decode();
     check_moe_decode_scales();
+    check_moe_prefill(16, 32);
+    check_moe_prefill(64, 128); /* gpt-oss-120b at 64 sequences */
     check_moe_prefill(64, 32);
     check_moe_prefill(256, 32);
     check_moe_prefill(256, 32, true); /* every scale in [114, 140]: k_moe_wgmma's folded decode */
