@@ -11,7 +11,8 @@
  *   prefill      P / TTFT of a P-token prompt with max_tokens 1;
  *   decode       N / (last token's time_ns - first token's time_ns) of a request with
  *                a max(C, 16)-token prompt and max_tokens N + 1;
- * each the median over --runs, after one warm-up request (16 prompt tokens, 8 more). */
+ * each the median over --runs, after one warm-up request (16 prompt tokens, 8 more); the
+ * prompts of each length (prefill, TTFT) after one more of that length, untimed. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

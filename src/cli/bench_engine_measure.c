@@ -97,9 +97,15 @@ static bool fits(llmr_engine_bench *b, const char *kind, const char *what, uint3
     return false;
 }
 
-/* The median TTFT in ms over runs prompts of prompt_len tokens into *ms. */
+/* The median TTFT in ms over runs prompts of prompt_len tokens into *ms, after one
+ * untimed prompt of that length: a length's first prompt pays for the kernels and
+ * buffers its shapes use first (an engine's lazily loaded GPU code, its library's
+ * choice of algorithm), which a median of two runs would otherwise half include. */
 static bool ttft_ms(llmr_engine_bench *b, uint32_t prompt_len, double *ms)
 {
+    llmr_timed_request first;
+    if (!llmr_engine_bench_request(b, prompt_len, 1, &first))
+        return false;
     for (uint64_t r = 0; r < b->a.runs; r++) {
         llmr_timed_request t;
         if (!llmr_engine_bench_request(b, prompt_len, 1, &t))
