@@ -1,7 +1,7 @@
 /* The experts' products of a step whose experts have a few dozen rows each or more (the
  * decode of a large batch, prefill): k_gemm_mxfp4_grouped, which hands steps of fewer
  * rows an expert to k_moe_gemm_few (k_moe_gemm.cu) and, on compute capability 9.0, steps
- * of more than about 20 to k_moe_gemm_wgmma (k_moe_wgmma.cu); the tiles here serve the
+ * of more than 12 to k_moe_gemm_wgmma (k_moe_wgmma.cu); the tiles here serve the
  * other GPUs and the batch-invariant option.
  *
  * A block takes BM of an expert's rows (tokens) by 128 output features, 8 warps on
@@ -32,11 +32,12 @@
 #define FEW_ROWS 12u
 #define SMALL_MEAN 24u
 #define MID_MEAN 64u
-/* On compute capability 9.0, the experts' mean rows from which k_moe_gemm_wgmma takes
- * them (64 token rows a block), and past which 128 rows a block: where each starts to win
- * on an H100 (BENCHMARKS.md, the experts' products on wgmma). */
-#define WGMMA_MEAN 20u
-#define WGMMA64_MEAN 56u
+/* On compute capability 9.0 k_moe_gemm_wgmma takes the experts past FEW_ROWS (64 token
+ * rows a block) and past WGMMA64_MEAN (128): on an H100 its 64-row blocks beat the
+ * fragments kernel from 16 rows an expert (12 rows: not) and the 128-row blocks up to 96
+ * at least, where they were measured last (BENCHMARKS.md, the loops by live tiles and
+ * widths). */
+#define WGMMA64_MEAN 96u
 
 
 /* BM rows by 128 features a block; ST stages of raw bytes and token rows in flight.
@@ -258,17 +259,17 @@ cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f
 {
     if (K % MX_BK || N % 8 || max_rows == 0 || E == 0 || K > 12288)
         return cudaErrorInvalidValue;
-    /* rows an expert on average: up to about two dozen, the weights decoded into fragments
-     * (k_moe_gemm.cu); more, on Hopper, decoded into wgmma's A fragments (k_moe_wgmma.cu),
-     * 64 or 128 token rows a block; elsewhere a few dozen take 32- or 64-row tiles, each
+    /* rows an expert on average: a dozen (on Hopper) or two (elsewhere), the weights
+     * decoded into fragments (k_moe_gemm.cu); more, on Hopper, decoded into wgmma's A
+     * fragments (k_moe_wgmma.cu), 64 or 128 token rows a block; elsewhere a few dozen
+     * take 32- or 64-row tiles, each
      * expert's weights decoded about once, and many (prefill) 128-row tiles, the weights
      * read and decoded once per 128 rows */
     uint32_t mean = (pairs + E - 1) / E;
     if (tile == 0 && N % 16 == 0 && k_moe_wgmma_available())
-        tile = mean <= FEW_ROWS                     ? GPT_MOE_TILE_FRAGMENTS16
-               : mean <= WGMMA_MEAN && K % 320 == 0 ? GPT_MOE_TILE_FRAGMENTS32
-               : mean <= WGMMA64_MEAN               ? GPT_MOE_TILE_WGMMA64
-                                                    : GPT_MOE_TILE_WGMMA128;
+        tile = mean <= FEW_ROWS       ? GPT_MOE_TILE_FRAGMENTS16
+               : mean <= WGMMA64_MEAN ? GPT_MOE_TILE_WGMMA64
+                                      : GPT_MOE_TILE_WGMMA128;
     if (tile == 0)
         tile = mean <= FEW_ROWS && N % 16 == 0                       ? GPT_MOE_TILE_FRAGMENTS16
                : mean <= SMALL_MEAN && N % 16 == 0 && K % 320 == 0 ? GPT_MOE_TILE_FRAGMENTS32

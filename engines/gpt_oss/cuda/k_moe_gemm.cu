@@ -35,11 +35,13 @@
  * See k_gemm_mxfp4_grouped in kernels.cuh. */
 #include "experts_common.cuh"
 
+#include <type_traits>
+
 #define MG_THREADS 256
 #define MG_N 128  /* weight rows a block */
 
 
-template <int TN, int ST, int MG_BK, int MINB = 2, bool PADX = true, bool PADW = true>
+template <int TN, int ST, int MG_BK, int MINB = 2, bool PADX = true, bool PADW = true, bool LIVE_LOOPS = true>
 __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs p)
 {
     /* shared rows padded (PADX, PADW) so that a warp's reads meet no bank twice: the
@@ -102,44 +104,62 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
     /* n8 tiles of tokens that hold any (an expert of a few rows leaves the last empty:
      * their loads and products are skipped, a branch the whole block takes alike) */
     const uint32_t live = (rows - m0 + 7) / 8;
-    for (uint32_t kt = 0; kt < KT; kt++) {
-        cp_async_wait<ST - 2>();
-        __syncthreads(); /* the step is in, and the stage refilled below is used up */
-        if (kt + ST - 1 < KT)
-            load_stage(kt + ST - 1, (kt + ST - 1) % ST);
-        cp_async_commit();
-        const uint32_t stage = kt % ST;
-        const uint8_t *wr = Wraw + stage * MG_N * WLD;
-        const f16 *xs = Xs + stage * TN * MG_LDX;
-        const uint8_t *sc = Sc + kt * (MG_BK / 32);
+    /* the whole of K with L live n8 tiles, a constant (LIVE_LOOPS: a loop for each L),
+     * so that the unrolled groups of a step hold no branch and the decode of one
+     * interleaves with the products of another: 4 to 7% less time than a branch per
+     * tile and group at 8 to 12 rows an expert on an H100 (BENCHMARKS.md); for 32 token
+     * rows, whose four loops spill at three blocks' 80 registers, one loop of NT with
+     * the branch */
+    auto steps = [&](auto live_tiles) {
+        constexpr int L = decltype(live_tiles)::value;
+        for (uint32_t kt = 0; kt < KT; kt++) {
+            cp_async_wait<ST - 2>();
+            __syncthreads(); /* the step is in, and the stage refilled below is used up */
+            if (kt + ST - 1 < KT)
+                load_stage(kt + ST - 1, (kt + ST - 1) % ST);
+            cp_async_commit();
+            const uint32_t stage = kt % ST;
+            const uint8_t *wr = Wraw + stage * MG_N * WLD;
+            const f16 *xs = Xs + stage * TN * MG_LDX;
+            const uint8_t *sc = Sc + kt * (MG_BK / 32);
 #pragma unroll
-        for (int gi = 0; gi < MG_BK / 32; gi++) { /* the step's groups of 32 */
-            uint32_t wa = *reinterpret_cast<const uint32_t *>(wr + r0 * WLD + gi * 16 + 4 * t);
-            uint32_t wb = *reinterpret_cast<const uint32_t *>(wr + r1 * WLD + gi * 16 + 4 * t);
-            /* the group's scales 2^(s-127) as fp32 (s in the exponent field) */
-            const float sa = __uint_as_float((uint32_t)sc[r0 * KG + gi] << 23);
-            const float sb = __uint_as_float((uint32_t)sc[r1 * KG + gi] << 23);
-            uint32_t ha[4], hb[4]; /* (value 2j, value 2j + 1) of rows r0 and r1 */
-            e2m1x8_to_half2_pairs(wa, ha);
-            e2m1x8_to_half2_pairs(wb, hb);
-            const uint32_t a0[4] = {ha[0], hb[0], ha[1], hb[1]};
-            const uint32_t a1[4] = {ha[2], hb[2], ha[3], hb[3]};
+            for (int gi = 0; gi < MG_BK / 32; gi++) { /* the step's groups of 32 */
+                uint32_t wa = *reinterpret_cast<const uint32_t *>(wr + r0 * WLD + gi * 16 + 4 * t);
+                uint32_t wb = *reinterpret_cast<const uint32_t *>(wr + r1 * WLD + gi * 16 + 4 * t);
+                /* the group's scales 2^(s-127) as fp32 (s in the exponent field) */
+                const float sa = __uint_as_float((uint32_t)sc[r0 * KG + gi] << 23);
+                const float sb = __uint_as_float((uint32_t)sc[r1 * KG + gi] << 23);
+                uint32_t ha[4], hb[4]; /* (value 2j, value 2j + 1) of rows r0 and r1 */
+                e2m1x8_to_half2_pairs(wa, ha);
+                e2m1x8_to_half2_pairs(wb, hb);
+                const uint32_t a0[4] = {ha[0], hb[0], ha[1], hb[1]};
+                const uint32_t a1[4] = {ha[2], hb[2], ha[3], hb[3]};
 #pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                if (nt > 0 && (uint32_t)nt >= live)
-                    break;
-                /* token nt*8+g's values 8t..8t+7 of this group: its pairs are B's as
-                 * they lie; the group's sum, then times its scale */
-                uint4 x = *reinterpret_cast<const uint4 *>(xs + (nt * 8 + g) * MG_LDX + gi * 32 + 8 * t);
-                float c[4];
-                mma_f16_from_zero(c, a0, x.x, x.y);
-                mma_f16(c, a1, x.z, x.w);
-                acc[nt][0] = fmaf(c[0], sa, acc[nt][0]);
-                acc[nt][1] = fmaf(c[1], sa, acc[nt][1]);
-                acc[nt][2] = fmaf(c[2], sb, acc[nt][2]);
-                acc[nt][3] = fmaf(c[3], sb, acc[nt][3]);
+                for (int nt = 0; nt < L; nt++) {
+                    if (!LIVE_LOOPS && nt > 0 && (uint32_t)nt >= live)
+                        break;
+                    /* token nt*8+g's values 8t..8t+7 of this group: its pairs are B's as
+                     * they lie; the group's sum, then times its scale */
+                    uint4 x = *reinterpret_cast<const uint4 *>(xs + (nt * 8 + g) * MG_LDX + gi * 32 + 8 * t);
+                    float c[4];
+                    mma_f16_from_zero(c, a0, x.x, x.y);
+                    mma_f16(c, a1, x.z, x.w);
+                    acc[nt][0] = fmaf(c[0], sa, acc[nt][0]);
+                    acc[nt][1] = fmaf(c[1], sa, acc[nt][1]);
+                    acc[nt][2] = fmaf(c[2], sb, acc[nt][2]);
+                    acc[nt][3] = fmaf(c[3], sb, acc[nt][3]);
+                }
             }
         }
+    };
+    if (!LIVE_LOOPS || live >= NT) {
+        steps(std::integral_constant<int, NT>());
+    } else if (NT > 2 && live == 3) {
+        steps(std::integral_constant<int, (NT > 2 ? 3 : 1)>());
+    } else if (NT > 1 && live == 2) {
+        steps(std::integral_constant<int, (NT > 1 ? 2 : 1)>());
+    } else {
+        steps(std::integral_constant<int, 1>());
     }
     cp_async_wait<0>();
 
@@ -158,16 +178,16 @@ static size_t moe_smem_bytes(uint32_t K)
     return (size_t)ST * TN * (PADX ? MG_BK + 32 : MG_BK + 8) * sizeof(f16) + (size_t)ST * MG_N * WLD + (size_t)MG_N * (K / 32);
 }
 
-template <int TN, int ST, int BK, int MINB = 2, bool PADX = true, bool PADW = true>
+template <int TN, int ST, int BK, int MINB = 2, bool PADX = true, bool PADW = true, bool LIVE_LOOPS = true>
 static cudaError_t moe_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
     static SmemAllowance allowed;
     size_t smem = moe_smem_bytes<TN, ST, BK, MINB, PADX, PADW>(a.K);
-    cudaError_t err = allow_dynamic_smem(allowed, moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW>, smem);
+    cudaError_t err = allow_dynamic_smem(allowed, moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW, LIVE_LOOPS>, smem);
     if (err != cudaSuccess)
         return err;
     dim3 grid((a.N + MG_N - 1) / MG_N, (max_rows + TN - 1) / TN, E);
-    LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW>), grid, MG_THREADS, smem, s, a);
+    LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW, LIVE_LOOPS>), grid, MG_THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -183,7 +203,7 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* 32 token rows: two stages of 160 for three blocks an SM */
     if (token_rows == 32)
-        return moe_launch<32, 2, 160, 3>(a, E, max_rows, s);
+        return moe_launch<32, 2, 160, 3, true, true, false>(a, E, max_rows, s);
     /* steps of 320 (160 bytes of a row: gpt-oss's K of 2880) where K allows, else 64 */
     if (K % 320 == 0) /* two stages: three blocks an SM (the weights' rows unpadded to fit) */
         return moe_launch<16, 2, 320, 3, true, false>(a, E, max_rows, s);

@@ -19,9 +19,11 @@
  * or the clamped SwiGLU of (gate, up) feature pairs as fp16.
  *
  * Where the fragments kernel issues 2 x TN/8 mma.sync and 4 x TN/8 scalings a warp and
- * group, this issues two wgmma a warpgroup.  On an H100 at 256 sequences (32 rows an
- * expert) gate_up + down take 213 + 124 us a layer against the 64-row tile's 300 + 167
- * (BENCHMARKS.md), the weights streaming at about 1.3 TB/s: each stage's decode,
+ * group, this issues two wgmma a warpgroup.  The loop over K is made once for each width
+ * (the block's live tokens), so no switch stands between a stage's decode and its
+ * products.  On an H100 at 256 sequences (32 rows an expert) gate_up + down take 185 +
+ * 111 us a layer (213 + 124 with a switch a stage) against the 64-row tile's 300 + 167
+ * (BENCHMARKS.md), the weights streaming at about 1.5 TB/s: each stage's decode,
  * products and wait run in turn, and the schedulers issue in about half their cycles,
  * nearly all of it the decode.  Overlapping them (a warpgroup that only loads, the
  * tokens by the copy engine) is what would move it next.
@@ -54,22 +56,6 @@ static __device__ __forceinline__ void mw_products(float *acc, const uint32_t (&
 #pragma unroll
     for (int ks = 0; ks < MW_BK / 16; ks++) /* the atom's 32 bytes ks */
         wgmma_f16_rs<N>(acc, a[ks], desc + (uint64_t)(ks * 32 >> 4));
-}
-
-template <int TN>
-static __device__ __forceinline__ void mw_products_live(uint32_t width, float *acc, const uint32_t (&a)[MW_BK / 16][4],
-                                                        uint32_t xs_addr)
-{
-    switch (width) { /* the same for the whole block */
-    case 1: mw_products<16>(acc, a, xs_addr); break;
-    case 2: mw_products<32>(acc, a, xs_addr); break;
-    case 3: mw_products<48>(acc, a, xs_addr); break;
-    case 4: mw_products<64>(acc, a, xs_addr); break;
-    case 5: if constexpr (TN > 64) mw_products<80>(acc, a, xs_addr); break;
-    case 6: if constexpr (TN > 64) mw_products<96>(acc, a, xs_addr); break;
-    case 7: if constexpr (TN > 64) mw_products<112>(acc, a, xs_addr); break;
-    default: if constexpr (TN > 64) mw_products<128>(acc, a, xs_addr); break;
-    }
 }
 
 /* One MXFP4 stage of this lane's rows r0 and r0 + 8 (raw bytes wr, row stride 32, scales
@@ -198,8 +184,9 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
     }
     normal = __syncthreads_and(normal);
 
-    auto multiply_all = [&](auto table) {
+    auto multiply_all = [&](auto table, auto fixed_width) {
         constexpr bool TABLE = decltype(table)::value;
+        constexpr int W = decltype(fixed_width)::value; /* the products' N / 16 */
         uint32_t slot = 0;
         const uint8_t *sc = Sc;
         for (uint32_t kt = 0; kt < KT; kt++) {
@@ -215,7 +202,7 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
             for (int i = 0; i < TN / 2; i++)
                 wgmma_keep(acc[i]);
             wgmma_fence();
-            mw_products_live<TN>(width, acc, a, smem_addr(Xs) + slot * XSTAGE);
+            mw_products<W * 16>(acc, a, smem_addr(Xs) + slot * XSTAGE);
             wgmma_commit();
             wgmma_wait<0>();
 #pragma unroll
@@ -225,10 +212,25 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
             sc += MW_BK / 32;
         }
     };
+    /* the loop over K made once for each width, so that a stage's products are not
+     * behind a switch: 12% less time at 256 sequences on an H100 than a switch a stage
+     * (BENCHMARKS.md), and no warpgroup.arrive that the compiler adds around one */
+    auto by_width = [&](auto table) {
+        switch (width) { /* the same for the whole block; TN / 16 at most */
+        case 1: multiply_all(table, std::integral_constant<int, 1>()); break;
+        case 2: multiply_all(table, std::integral_constant<int, 2>()); break;
+        case 3: multiply_all(table, std::integral_constant<int, 3>()); break;
+        case 4: multiply_all(table, std::integral_constant<int, 4>()); break;
+        case 5: multiply_all(table, std::integral_constant<int, (TN > 64 ? 5 : 4)>()); break;
+        case 6: multiply_all(table, std::integral_constant<int, (TN > 64 ? 6 : 4)>()); break;
+        case 7: multiply_all(table, std::integral_constant<int, (TN > 64 ? 7 : 4)>()); break;
+        default: multiply_all(table, std::integral_constant<int, TN / 16>()); break;
+        }
+    };
     if (normal)
-        multiply_all(std::true_type{});
+        by_width(std::true_type{});
     else
-        multiply_all(std::false_type{});
+        by_width(std::false_type{});
     cp_async_wait<0>();
 
     /* acc[4 nt + j]: rows r0 (j 0, 1) and r0 + 8 (2, 3) of the weights, tokens nt*8 + 2t
