@@ -441,7 +441,8 @@ static float swiglu_ref(float g, float u)
  * about 8 (fragments), 256 about 32,
  * 600 about 75 and 1,200 about 150 (on Hopper the wgmma kernel, 64 and then 128 token
  * rows a block, the widest products and several blocks an expert; elsewhere the 64- and
- * 128-row tiles), 600 of 128 experts about 19 (fragments, 32 rows).  Every tile runs on
+ * 128-row tiles), 600 of 128 experts about 19 (on Hopper the wgmma kernel's 64 rows,
+ * elsewhere fragments, 32 rows).  Every tile runs on
  * the same products; the wgmma ones only where k_moe_wgmma_available(). */
 static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false)
 {

@@ -33,10 +33,11 @@
 #define SMALL_MEAN 24u
 #define MID_MEAN 64u
 /* On compute capability 9.0 k_moe_gemm_wgmma takes the experts past FEW_ROWS (64 token
- * rows a block) and past WGMMA64_MEAN (128): on an H100 its 64-row blocks beat the
- * fragments kernel from 16 rows an expert (12 rows: not) and the 128-row blocks up to 96
- * at least, where they were measured last (BENCHMARKS.md, the loops by live tiles and
- * widths). */
+ * rows a block) and past WGMMA64_MEAN (128): on an H100 its 64-row blocks lose to the
+ * fragments kernel at 12 rows an expert, tied with it at 16 before both gained (the
+ * wgmma kernel more, so expected to win there; not measured since), win from 20 on,
+ * and beat the 128-row blocks up to 96 at least, the most measured (BENCHMARKS.md, the
+ * loops by live tiles and widths). */
 #define WGMMA64_MEAN 96u
 
 

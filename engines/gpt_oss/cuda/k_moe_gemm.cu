@@ -28,7 +28,8 @@
  * TN 32), where the tiles stayed.  Since the decode takes 13 instructions for 8 values
  * instead of 21 (and the tokens no permutes), an H100 at 64 sequences gives 154 + 94 us
  * instead of 172 + 103, and TN 32 beats the 32-row tile at 16 rows an expert (199 + 121
- * against 246 + 140 us), so it serves up to 24.  The epilogue
+ * against 246 + 140 us), so it serves up to 24 (on compute capability 9.0 up to 12, the
+ * wgmma kernel past that: k_gemm_mxfp4.cu).  The epilogue
  * is the grouped GEMM's (k_gemm.cu): plus the bias, then C fp32 or the clamped SwiGLU of
  * (gate, up) feature pairs as fp16 (the pair's partner is the next lane group's row,
  * fetched by a shuffle).
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
     }
     const uint32_t r0 = warp * 16 + g, r1 = r0 + 8; /* this lane's weight rows */
     /* n8 tiles of tokens that hold any (an expert of a few rows leaves the last empty:
-     * their loads and products are skipped, a branch the whole block takes alike) */
+     * their products are skipped, the same for the whole block) */
     const uint32_t live = (rows - m0 + 7) / 8;
     /* the whole of K with L live n8 tiles, a constant (LIVE_LOOPS: a loop for each L),
      * so that the unrolled groups of a step hold no branch and the decode of one
@@ -152,12 +153,15 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
             }
         }
     };
-    if (!LIVE_LOOPS || live >= NT) {
+    static_assert(NT <= 4, "a loop for each count of live tiles up to 4");
+    if constexpr (!LIVE_LOOPS) {
         steps(std::integral_constant<int, NT>());
-    } else if (NT > 2 && live == 3) {
-        steps(std::integral_constant<int, (NT > 2 ? 3 : 1)>());
-    } else if (NT > 1 && live == 2) {
-        steps(std::integral_constant<int, (NT > 1 ? 2 : 1)>());
+    } else if (live >= NT) {
+        steps(std::integral_constant<int, NT>());
+    } else if (live == 3) {
+        steps(std::integral_constant<int, (NT > 3 ? 3 : 1)>());
+    } else if (live == 2) {
+        steps(std::integral_constant<int, (NT > 2 ? 2 : 1)>());
     } else {
         steps(std::integral_constant<int, 1>());
     }

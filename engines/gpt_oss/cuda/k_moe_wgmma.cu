@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
     constexpr int THREADS = MW_THREADS, ROWS = MW_ROWS;
-    static_assert(TN % 16 == 0 && TN <= 128 && ST >= 3, "the block's shape");
+    static_assert((TN == 64 || TN == 128) && ST >= 3, "the block's shape");
     constexpr int XSTAGE = TN * 128;          /* token bytes a stage: one swizzle atom */
     constexpr int QB = MW_BK / 2;             /* raw bytes of a weight row a stage */
     constexpr int WSTAGE = ROWS * QB;
@@ -216,15 +216,22 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
      * behind a switch: 12% less time at 256 sequences on an H100 than a switch a stage
      * (BENCHMARKS.md), and no warpgroup.arrive that the compiler adds around one */
     auto by_width = [&](auto table) {
-        switch (width) { /* the same for the whole block; TN / 16 at most */
+        switch (width) { /* the same for the whole block: 1 to TN / 16 */
         case 1: multiply_all(table, std::integral_constant<int, 1>()); break;
         case 2: multiply_all(table, std::integral_constant<int, 2>()); break;
         case 3: multiply_all(table, std::integral_constant<int, 3>()); break;
-        case 4: multiply_all(table, std::integral_constant<int, 4>()); break;
-        case 5: multiply_all(table, std::integral_constant<int, (TN > 64 ? 5 : 4)>()); break;
-        case 6: multiply_all(table, std::integral_constant<int, (TN > 64 ? 6 : 4)>()); break;
-        case 7: multiply_all(table, std::integral_constant<int, (TN > 64 ? 7 : 4)>()); break;
-        default: multiply_all(table, std::integral_constant<int, TN / 16>()); break;
+        default:
+            if constexpr (TN == 64) {
+                multiply_all(table, std::integral_constant<int, 4>());
+            } else {
+                switch (width) {
+                case 4: multiply_all(table, std::integral_constant<int, 4>()); break;
+                case 5: multiply_all(table, std::integral_constant<int, 5>()); break;
+                case 6: multiply_all(table, std::integral_constant<int, 6>()); break;
+                case 7: multiply_all(table, std::integral_constant<int, 7>()); break;
+                default: multiply_all(table, std::integral_constant<int, 8>()); break;
+                }
+            }
         }
     };
     if (normal)
@@ -289,8 +296,9 @@ cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 
         return cudaErrorNotSupported;
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* 64 token rows: four stages, three blocks an SM (60 KiB of shared memory each with
-     * gpt-oss's K, 80 registers; 5 to 7% faster than two blocks of six stages on an H100,
-     * BENCHMARKS.md); 128: four stages, two blocks (92 KiB, 122 registers) */
+     * gpt-oss's K, 80 registers, of which the loops by width spill 12 bytes, as measured;
+     * 5 to 7% faster than two blocks of six stages on an H100, BENCHMARKS.md); 128: four
+     * stages, two blocks (92 KiB, 122 registers) */
     if (token_rows == 64)
         return mw_launch<64, 4, 3>(a, E, max_rows, s);
     return mw_launch<128, 4, 2>(a, E, max_rows, s);

@@ -295,7 +295,8 @@ cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f
                                       const uint32_t *offsets, uint32_t E, uint32_t max_rows,
                                       uint32_t pairs, uint32_t N, uint32_t K, float alpha,
                                       float limit, cudaStream_t s);
-/* The same products where the experts have a few rows each (up to about 24), the weights
+/* The same products where the experts have a few rows each (up to 12 on compute
+ * capability 9.0, where k_moe_gemm_wgmma takes more, else about 24), the weights
  * decoded straight into the tensor cores' fragments (k_moe_gemm.cu), token_rows (16 or
  * 32) of an expert a block; k_gemm_mxfp4_grouped calls it when that pays.  N % 16 == 0,
  * K % 64 == 0 (K % 320 == 0 for 32 token rows). */
