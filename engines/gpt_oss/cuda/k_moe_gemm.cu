@@ -105,14 +105,16 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
     /* n8 tiles of tokens that hold any (an expert of a few rows leaves the last empty:
      * their products are skipped, the same for the whole block) */
     const uint32_t live = (rows - m0 + 7) / 8;
-    /* the whole of K with L live n8 tiles, a constant (LIVE_LOOPS: a loop for each L),
-     * so that the unrolled groups of a step hold no branch and the decode of one
-     * interleaves with the products of another: 4 to 7% less time than a branch per
-     * tile and group at 8 to 12 rows an expert on an H100 (BENCHMARKS.md); for 32 token
-     * rows, whose four loops spill at three blocks' 80 registers, one loop of NT with
-     * the branch */
-    auto steps = [&](auto live_tiles) {
+    /* the whole of K with L n8 tiles, a constant.  LIVE_LOOPS (16 token rows): a loop for
+     * one live tile and one for two, so that the unrolled groups of a step hold no branch
+     * and the decode of one interleaves with the products of another: 4 to 7% less time
+     * than a test per tile and group at 8 to 12 rows an expert on an H100
+     * (BENCHMARKS.md).  Else (32 token rows, whose four loops spill at three blocks' 80
+     * registers) one loop of NT, TESTED: each tile past the first skipped when empty. */
+    static_assert(!LIVE_LOOPS || NT == 2, "a loop for each live count: 16 token rows");
+    auto steps = [&](auto live_tiles, auto tested) {
         constexpr int L = decltype(live_tiles)::value;
+        constexpr bool TESTED = decltype(tested)::value;
         for (uint32_t kt = 0; kt < KT; kt++) {
             cp_async_wait<ST - 2>();
             __syncthreads(); /* the step is in, and the stage refilled below is used up */
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
                 const uint32_t a1[4] = {ha[2], hb[2], ha[3], hb[3]};
 #pragma unroll
                 for (int nt = 0; nt < L; nt++) {
-                    if (!LIVE_LOOPS && nt > 0 && (uint32_t)nt >= live)
+                    if (TESTED && nt > 0 && (uint32_t)nt >= live)
                         break;
                     /* token nt*8+g's values 8t..8t+7 of this group: its pairs are B's as
                      * they lie; the group's sum, then times its scale */
@@ -153,17 +155,13 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
             }
         }
     };
-    static_assert(NT <= 4, "a loop for each count of live tiles up to 4");
-    if constexpr (!LIVE_LOOPS) {
-        steps(std::integral_constant<int, NT>());
-    } else if (live >= NT) {
-        steps(std::integral_constant<int, NT>());
-    } else if (live == 3) {
-        steps(std::integral_constant<int, (NT > 3 ? 3 : 1)>());
-    } else if (live == 2) {
-        steps(std::integral_constant<int, (NT > 2 ? 2 : 1)>());
+    if constexpr (LIVE_LOOPS) {
+        if (live >= 2)
+            steps(std::integral_constant<int, 2>(), std::false_type{});
+        else
+            steps(std::integral_constant<int, 1>(), std::false_type{});
     } else {
-        steps(std::integral_constant<int, 1>());
+        steps(std::integral_constant<int, NT>(), std::true_type{});
     }
     cp_async_wait<0>();
 
