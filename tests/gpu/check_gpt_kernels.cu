@@ -195,6 +195,33 @@ static void check_conversions()
     check(k_byte_range(upload(bytes), bytes.size(), range, 0), "k_byte_range");
     auto r = download(range, 2);
     report("k_byte_range", "min 104, max 141: errors", fabs(r[0] - 104.0) + fabs(r[1] - 141.0), 0);
+
+    /* the experts' blocks laid out (kernels.cuh): word i of a group, nibble n holds value
+     * 2i + 8 (n / 2) + n % 2 of the file's group, its magnitude in the nibble's bits 0-2
+     * and its sign at bit 8n + 7 (n < 4) or 8 (n - 4) + 3 */
+    std::vector<uint8_t> file(4096 * 16);
+    for (auto &x : file)
+        x = (uint8_t)next_u64();
+    uint8_t *laid = upload(file);
+    check(k_mxfp4_lay_out(laid, file.size() / 16, 0), "k_mxfp4_lay_out");
+    auto words = download(reinterpret_cast<uint32_t *>(laid), file.size() / 4);
+    size_t wrong = 0;
+    for (size_t grp = 0; grp < file.size() / 16; grp++)
+        for (uint32_t i = 0; i < 4; i++)
+            for (uint32_t n = 0; n < 8; n++) {
+                uint32_t v = 2 * i + 8 * (n / 2) + n % 2, nib = file[grp * 16 + v / 2] >> (4 * (v % 2)) & 15u;
+                uint32_t w = words[grp * 4 + i], sign_at = n < 4 ? 8 * n + 7 : 8 * (n - 4) + 3;
+                wrong += (w >> (4 * n) & 7u) != (nib & 7u) || (w >> sign_at & 1u) != nib >> 3;
+            }
+    report("k_mxfp4_lay_out", "4096 groups: values misplaced", (double)wrong, 0);
+}
+
+/* An experts' blocks on the device as the loader keeps them (laid out). */
+static uint8_t *upload_laid(const std::vector<uint8_t> &blocks)
+{
+    uint8_t *d = upload(blocks);
+    check(k_mxfp4_lay_out(d, blocks.size() / 16, 0), "k_mxfp4_lay_out");
+    return d;
 }
 
 static void check_rmsnorm()
@@ -482,7 +509,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
     report("k_moe_group", what, bad, 0);
 
     f16 *dx = reinterpret_cast<f16 *>(upload(xb));
-    uint8_t *gub = upload(gu.blocks), *gus = upload(gu.scales), *dnb = upload(dn.blocks),
+    uint8_t *gub = upload_laid(gu.blocks), *gus = upload(gu.scales), *dnb = upload_laid(dn.blocks),
             *dns = upload(dn.scales);
     float *gubias = upload(gu.bias), *dnbias = upload(dn.bias);
     f16 *dact = dev<f16>((size_t)T * k * I);
@@ -567,7 +594,7 @@ static std::vector<uint16_t> to_operand_order(const std::vector<float> &v)
 {
     std::vector<uint16_t> out(v.size());
     for (size_t i = 0; i < v.size(); i++)
-        out[(i & ~(size_t)7) + mx_operand_index((uint32_t)(i & 7))] = to_h(v[i]);
+        out[mx_operand_index((uint32_t)i)] = to_h(v[i]);
     return out;
 }
 
@@ -575,7 +602,7 @@ static std::vector<float> from_operand_order(const std::vector<uint16_t> &b)
 {
     std::vector<float> out(b.size());
     for (size_t i = 0; i < b.size(); i++)
-        out[i] = from_h(b[(i & ~(size_t)7) + mx_operand_index((uint32_t)(i & 7))]);
+        out[i] = from_h(b[mx_operand_index((uint32_t)i)]);
     return out;
 }
 
@@ -597,7 +624,7 @@ static void check_moe_decode()
         for (uint32_t i = 0; i < I; i++)
             want_act[j * I + i] = swiglu_ref(gu_out[2 * i], gu_out[2 * i + 1]);
     }
-    uint8_t *gub = upload(gu.blocks), *gus = upload(gu.scales), *dnb = upload(dn.blocks),
+    uint8_t *gub = upload_laid(gu.blocks), *gus = upload(gu.scales), *dnb = upload_laid(dn.blocks),
             *dns = upload(dn.scales);
     float *gubias = upload(gu.bias), *dnbias = upload(dn.bias), *dxr = upload(x0),
           *dw = upload(w);
@@ -657,7 +684,7 @@ static void check_moe_decode_scales()
     uint8_t *scratch = dev<uint8_t>(scratch_bytes);
     CUDA_OK(cudaMemset(scratch, 0, scratch_bytes));
     float *dx = upload(x0), *dnbias = upload(dn.bias), *dw = upload(w);
-    check(k_moe_down_gemv(dx, upload(dn.blocks), upload(dn.scales), dnbias, upload(ids), dw,
+    check(k_moe_down_gemv(dx, upload_laid(dn.blocks), upload(dn.scales), dnbias, upload(ids), dw,
                           reinterpret_cast<f16 *>(upload(act)), scratch, k, H, I, 0),
           "k_moe_down_gemv");
     auto got = download(dx, H);

@@ -156,11 +156,6 @@ static __device__ __forceinline__ float e8m0(uint8_t s)
     return s ? __int_as_float((int)s << 23) : 5.877471754e-39f;
 }
 
-/* E2M1 (MXFP4's values) to fp16 without a table in memory: the magnitudes' fp16 high
- * bytes (0, 0.5, 1, 1.5, 2, 3, 4, 6: 00 38 3C 3E 40 42 44 46; the low byte is always 0)
- * are looked up by byte permutes, the low bytes made 0 by prmt's sign-replicate mode
- * (the high bytes are below 0x80), the sign bits moved in by shift and mask.  Exact.
- * w: eight values, value i in bits 4i..4i+3; out[j] = half2(value j, value j + 4). */
 static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel)
 {
     uint32_t r;
@@ -168,34 +163,41 @@ static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t
     return r;
 }
 
-static __device__ __forceinline__ void e2m1x8_to_half2(uint32_t w, uint32_t out[4])
+/* A laid-out word of E2M1 values (MXFP4's; mxfp4_laid_word in kernels.cuh) to fp16
+ * pairs, unscaled, in 11 instructions for 8 values, without a table in memory: the
+ * magnitudes' fp16 high bytes (0, 0.5, 1, 1.5, 2, 3, 4, 6: 00 38 3C 3E 40 42 44 46; the
+ * low byte is always 0) looked up by two byte permutes in lo_tab (magnitudes 0-3) and
+ * hi_tab (4-7), nibbles 0-3 into the bytes of lo and 4-7 into those of hi; the signs,
+ * which the layout put at the top bit of each byte (nibbles 0-3) and at bit 3 (4-7),
+ * put in by one mask each; then each pair of bytes laid beside zero low bytes.  Exact.
+ * out[j] = half2(nibble 2j, nibble 2j + 1): in the layout, the pairs of values
+ * (2i, 2i + 1), (2i + 8, 2i + 9), (2i + 16, 2i + 17), (2i + 24, 2i + 25) of word i's
+ * group.  (The layout saves two instructions of the 13 that the file's order takes, and
+ * the three byte permutes a lane spent gathering its word: BENCHMARKS.md.) */
+static __device__ __forceinline__ uint32_t e2m1x8_lo_high_bytes(uint32_t w, uint32_t lo_tab, uint32_t hi_tab)
 {
-    const uint32_t lo = 0x3E3C3800u, hi = 0x46444240u; /* high bytes of magnitudes 0-3, 4-7 */
-    uint32_t m = w & 0x77777777u;
-    uint32_t hb03 = prmt(lo, hi, m & 0xFFFFu), hb47 = prmt(lo, hi, m >> 16);
-    out[0] = prmt(hb03, hb47, 0x4808u) | ((w << 12) & 0x80008000u);
-    out[1] = prmt(hb03, hb47, 0x5919u) | ((w << 8) & 0x80008000u);
-    out[2] = prmt(hb03, hb47, 0x6A2Au) | ((w << 4) & 0x80008000u);
-    out[3] = prmt(hb03, hb47, 0x7B3Bu) | (w & 0x80008000u);
+    return prmt(lo_tab, hi_tab, w & 0x77777777u) | (w & 0x80808080u); /* nibbles 0-3 */
 }
 
-/* E2M1 to fp16 pairs of neighbours, unscaled, in 13 instructions for 8 values: the
- * magnitudes' high bytes looked up by two byte permutes in the tables lo_tab (magnitudes
- * 0-3) and hi_tab (4-7) (value i's in byte i % 4 of lo or hi), the signs spread to those
- * bytes' top bits by two more in prmt's sign-replicate mode (selector nibble 8 | b copies
- * the top bit of byte b: the sign of an odd value is the top bit of its byte of w, of an
- * even value that of its byte of w << 4), then each pair laid beside zero low bytes.
- * Exact.  out[j] = half2(value 2j, value 2j + 1). */
+static __device__ __forceinline__ uint32_t e2m1x8_hi_high_bytes(uint32_t w, uint32_t lo_tab, uint32_t hi_tab)
+{
+    return prmt(lo_tab, hi_tab, (w & 0x77777777u) >> 16) | ((w << 4) & 0x80808080u); /* nibbles 4-7 */
+}
+
+/* Bytes 0 and 1 (first) or 2 and 3 of four high bytes as an fp16 pair. */
+static __device__ __forceinline__ uint32_t half2_of_high_bytes(uint32_t bytes, bool first)
+{
+    return prmt(bytes, 0u, first ? 0x1404u : 0x3424u); /* bytes: 0, b.0, 0, b.1 (or b.2, b.3) */
+}
+
 static __device__ __forceinline__ void e2m1x8_to_half2_pairs_tab(uint32_t w, uint32_t lo_tab, uint32_t hi_tab,
                                                                  uint32_t out[4])
 {
-    const uint32_t mag = w & 0x77777777u, w4 = w << 4;
-    const uint32_t lo = prmt(lo_tab, hi_tab, mag) | (prmt(w, w4, 0x9D8Cu) & 0x80808080u);
-    const uint32_t hi = prmt(lo_tab, hi_tab, mag >> 16) | (prmt(w, w4, 0xBFAEu) & 0x80808080u);
-    out[0] = prmt(lo, 0u, 0x1404u); /* bytes: 0, lo.0, 0, lo.1 */
-    out[1] = prmt(lo, 0u, 0x3424u);
-    out[2] = prmt(hi, 0u, 0x1404u);
-    out[3] = prmt(hi, 0u, 0x3424u);
+    const uint32_t lo = e2m1x8_lo_high_bytes(w, lo_tab, hi_tab), hi = e2m1x8_hi_high_bytes(w, lo_tab, hi_tab);
+    out[0] = half2_of_high_bytes(lo, true);
+    out[1] = half2_of_high_bytes(lo, false);
+    out[2] = half2_of_high_bytes(hi, true);
+    out[3] = half2_of_high_bytes(hi, false);
 }
 
 static __device__ __forceinline__ void e2m1x8_to_half2_pairs(uint32_t w, uint32_t out[4])

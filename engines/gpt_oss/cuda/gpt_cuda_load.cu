@@ -279,6 +279,8 @@ static void up_experts(Uploader *u, uint8_t **blocks, uint8_t **scales, const gp
         up_put(u, *blocks + e * groups * 16, ex[e].blocks, groups * 16);
         up_put(u, *scales + e * groups, ex[e].scales, groups);
     }
+    if (u->err == cudaSuccess) /* the bytes as the kernels read them (kernels.cuh) */
+        u->err = k_mxfp4_lay_out(*blocks, E * groups, u->g->stream);
     if (u->err == cudaSuccess)
         u->err = k_byte_range(*scales, E * groups, u->scale_range, u->g->stream);
 }

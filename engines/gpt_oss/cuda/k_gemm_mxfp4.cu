@@ -7,8 +7,8 @@
  * A block takes BM of an expert's rows (tokens) by 128 output features, 8 warps on
  * tensor cores (mma.sync m16n8k16 fp16, fp32 accumulation, fragments by ldmatrix).  K
  * flows through a cp.async pipeline in steps of 64: the tokens' fp16 rows and the
- * weights' raw MXFP4 bytes (the block's scales for all of K come with the first step).
- * The raw bytes are decoded into an fp16 tile in shared memory (exact: an E2M1 value
+ * weights' raw MXFP4 bytes as the loader laid them out (k_mxfp4_lay_out; the block's
+ * scales for all of K come with the first step).  The raw bytes are decoded into an fp16 tile in shared memory (exact: an E2M1 value
  * times a power of two within fp16's range, which the loader checks).  The 32- and
  * 64-row tiles decode one step ahead of the multiplication, into the other of two
  * tiles, so a step costs one barrier and a warp's decoding of the next step overlaps its
@@ -113,12 +113,23 @@ __global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(ExpertsArgs p)
         uint32_t s2 = e8m0_half2(Sc[row * KG + kt * 2 + grp]);
         uint4 *dst = reinterpret_cast<uint4 *>(to + row * MX_LDS + grp * 32);
         const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+        /* the file's values 8j..8j+7 are pair j of words 0-3: the high bytes of their
+         * first four pairs, then of the last four (the bytes of one half at a time: the
+         * 128-row tile's registers, 5% less time than all 16 pairs at once on an H200) */
+        uint32_t bytes[4];
 #pragma unroll
-        for (int w = 0; w < 4; w++) { /* 8 values a word */
-            uint32_t h[4];            /* h[j] = (value 2j, value 2j + 1) */
-            e2m1x8_to_half2_pairs(words[w], h);
-            dst[w] = make_uint4(hmul2_bits(h[0], s2), hmul2_bits(h[1], s2), hmul2_bits(h[2], s2),
-                                hmul2_bits(h[3], s2));
+        for (int w = 0; w < 4; w++)
+            bytes[w] = e2m1x8_lo_high_bytes(words[w], 0x3E3C3800u, 0x46444240u);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (j == 2)
+#pragma unroll
+                for (int w = 0; w < 4; w++)
+                    bytes[w] = e2m1x8_hi_high_bytes(words[w], 0x3E3C3800u, 0x46444240u);
+            dst[j] = make_uint4(hmul2_bits(half2_of_high_bytes(bytes[0], j % 2 == 0), s2),
+                                hmul2_bits(half2_of_high_bytes(bytes[1], j % 2 == 0), s2),
+                                hmul2_bits(half2_of_high_bytes(bytes[2], j % 2 == 0), s2),
+                                hmul2_bits(half2_of_high_bytes(bytes[3], j % 2 == 0), s2));
         }
     };
 

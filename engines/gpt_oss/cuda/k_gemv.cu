@@ -212,7 +212,7 @@ cudaError_t k_router_decode(int32_t *ids, float *weights, f16 *x_operand, const 
                             const float *norm_w, float eps, const f16 *w, const float *b,
                             uint32_t H, uint32_t E, uint32_t k, cudaStream_t s)
 {
-    if (E > GPT_MAX_EXPERTS || k > 8 || k > E || H % 8 || H > 10240 || !aligned16(x) || !aligned16(norm_w))
+    if (E > GPT_MAX_EXPERTS || k > 8 || k > E || H % 32 || H > 10240 || !aligned16(x) || !aligned16(norm_w))
         return cudaErrorInvalidValue;
     LAUNCH(router_decode_kernel, 1, 32 * min(E, 32u), padded_bytes(H), s, ids, weights, x_operand,
            x, norm_w, eps, w, b, H, E, k);
@@ -224,11 +224,11 @@ cudaError_t k_router_decode(int32_t *ids, float *weights, f16 *x_operand, const 
 /* The experts' GEMVs run on mma.sync m16n8k16 with the weights as the A operand (16
  * rows) and the vector as B (the same in all 8 columns, so every lane's accumulators
  * hold its rows' sums).  Lane (g, t) = (lane / 4, lane % 4) loads 16 bytes of rows g
- * and g + 8 at group G = slice start + 4 s + t and decodes each 4-byte word (8 values
- * v0..v7) straight into A fragments: half2 (v0, v4), (v1, v5) for one mma, (v2, v6),
- * (v3, v7) for the next.  The k order inside a fragment is free as long as B uses the
- * same one, so the vector is kept in the operand order (kernels.cuh), where one 16-byte
- * read gives a word's B fragments.  A warp takes a 16-row tile over a slice of 4 S
+ * and g + 8 at group G = slice start + 4 s + t and decodes each laid-out 4-byte word
+ * (k_mxfp4_lay_out: 8 values, as four pairs p0..p3) straight into A fragments: half2 p0,
+ * p1 for one mma, p2, p3 for the next.  The k order inside a fragment is free as long as
+ * B uses the same one, so the vector is kept in the operand order (kernels.cuh), where
+ * one 16-byte read gives a word's B fragments.  A warp takes a 16-row tile over a slice of 4 S
  * groups; a block, the slices of one tile for one routed expert. */
 
 /* A warp slice's copy of the vector in shared memory, in halves: 64 bytes a group and 16
@@ -290,8 +290,8 @@ struct MxSlice {
             for (int i = 0; i < 4; i++) {
                 uint4 xv = *reinterpret_cast<const uint4 *>(xp + 8 * i);
                 uint32_t ha[4], hb[4];
-                e2m1x8_to_half2(wa[i], ha);
-                e2m1x8_to_half2(wb[i], hb);
+                e2m1x8_to_half2_pairs(wa[i], ha);
+                e2m1x8_to_half2_pairs(wb[i], hb);
 #pragma unroll
                 for (int m = 0; m < 4; m++) {
                     ha[m] = hmul2_bits(ha[m], s2a);
@@ -378,7 +378,7 @@ cudaError_t k_moe_gate_up_gemv(f16 *act, const uint8_t *blocks, const uint8_t *s
 {
     constexpr int S = MX_STEPS_GATE_UP;
     uint32_t slices = slices_for<S>(H / 32);
-    if (H % 32 || I % 8 || slices > 32 || !aligned16(x))
+    if (H % 32 || I % 32 || slices > 32 || !aligned16(x))
         return cudaErrorInvalidValue;
     dim3 grid(2 * I / 16, k);
     LAUNCH(moe_gate_up_kernel<S>, grid, 32 * slices, tile_smem_bytes<S>(slices), s, 

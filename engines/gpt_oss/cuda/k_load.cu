@@ -1,6 +1,7 @@
 /* Load-time kernels of the gpt-oss CUDA path: bf16 to fp16 in place (counting the
- * values that saturate) and the byte range of a tensor (the loader's check of the
- * E8M0 scales).  See kernels.cuh. */
+ * values that saturate), the byte range of a tensor (the loader's check of the E8M0
+ * scales) and the experts' MXFP4 blocks laid out as the kernels read them.  See
+ * kernels.cuh. */
 #include "device_util.cuh"
 
 
@@ -38,5 +39,28 @@ __global__ void byte_range_kernel(const uint8_t *p, size_t n, uint32_t *lo_hi)
 cudaError_t k_byte_range(const uint8_t *p, size_t n, uint32_t *lo_hi, cudaStream_t s)
 {
     byte_range_kernel<<<512, 256, 0, s>>>(p, n, lo_hi);
+    return cudaGetLastError();
+}
+
+__global__ void mxfp4_lay_out_kernel(uint8_t *blocks, size_t groups)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i < groups; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 *at = reinterpret_cast<uint4 *>(blocks) + i;
+        const uint4 q = *at;
+        uint8_t group[16];
+        memcpy(group, &q, 16);
+        *at = make_uint4(mxfp4_laid_word(group, 0), mxfp4_laid_word(group, 1), mxfp4_laid_word(group, 2),
+                         mxfp4_laid_word(group, 3));
+    }
+}
+
+cudaError_t k_mxfp4_lay_out(uint8_t *blocks, size_t groups, cudaStream_t s)
+{
+    if ((uintptr_t)blocks % 16)
+        return cudaErrorInvalidValue;
+    if (groups == 0)
+        return cudaSuccess;
+    mxfp4_lay_out_kernel<<<1024, 256, 0, s>>>(blocks, groups);
     return cudaGetLastError();
 }

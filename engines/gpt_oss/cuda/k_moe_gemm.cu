@@ -14,11 +14,13 @@
  * 162 + 97); other K, steps of 64 (8 stages).  Runs of 160 bytes of a row come from
  * memory faster than runs of 32 (9.5% less time at 64 sequences; BENCHMARKS.md).
  * Each lane decodes its own words: rows g and g + 8 of its
- * warp, the 4-byte word t of each group (8 E2M1 values to fp16 by byte permutes,
- * unscaled: e2m1x8_to_half2_pairs), which are its A fragments as they are (the order of
- * k within a fragment is free when B follows it: lane t takes values 8t..8t+7 of a group
- * as the pairs (0,1), (2,3) of one k16 step and (4,5), (6,7) of the next, and reads the
- * same 8 values of a token, whose pairs are then B's as they lie in memory).  A group is
+ * warp, the 4-byte word t of each group as the loader laid it out (k_mxfp4_lay_out: 8
+ * E2M1 values to fp16 by byte permutes, unscaled: e2m1x8_to_half2_pairs), which are its
+ * A fragments as they are: the values 2t, 2t + 1 and 2t + 8, 2t + 9 of the group's
+ * first k16 step, and the same 16 on of its second; the tokens' B fragments come from
+ * shared memory by ldmatrix in the same k order (the order the file keeps, lane t's
+ * values 8t..8t+7, took one 16-byte read for B, but a byte permute more per decode and
+ * three for the wgmma kernel's lanes: BENCHMARKS.md).  A group is
  * exactly two k16 steps, so its scale multiplies the group's sum in fp32 (an FMA per
  * output) instead of its 32 weights in fp16.  So no block-wide decode into shared
  * memory and no barrier between decoding and multiplying; the tensor cores see 2 x TN/8
@@ -26,7 +28,7 @@
  * decode step of gpt-oss-20b; BENCHMARKS.md): gate_up 143 against 186 us a layer at 8
  * sequences, 199 against 256 at 64; but 413 against 341 at 256 (32 rows an expert,
  * TN 32), where the tiles stayed.  Since the decode takes 13 instructions for 8 values
- * instead of 21 (and the tokens no permutes), an H100 at 64 sequences gives 154 + 94 us
+ * instead of 21 (11 since the load-time layout) and the tokens no permutes, an H100 at 64 sequences gives 154 + 94 us
  * instead of 172 + 103, and TN 32 beats the 32-row tile at 16 rows an expert (199 + 121
  * against 246 + 140 us), so it serves up to 24 (on compute capability 9.0 up to 12, the
  * wgmma kernel past that: k_gemm_mxfp4.cu).  The epilogue
@@ -42,15 +44,15 @@
 #define MG_N 128  /* weight rows a block */
 
 
-template <int TN, int ST, int MG_BK, int MINB = 2, bool PADX = true, bool PADW = true, bool LIVE_LOOPS = true>
+template <int TN, int ST, int MG_BK, int MINB = 2, bool PADW = true, bool LIVE_LOOPS = true>
 __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs p)
 {
-    /* shared rows padded (PADX, PADW) so that a warp's reads meet no bank twice: the
-     * tokens' by 64 bytes modulo 128 (lanes g and g + 1 of a quarter warp read 16 bytes
-     * each at 4 offsets t), the weights' to 16 modulo 32 bytes (lanes g = 0..7 read 4
-     * bytes each at 4 offsets t); unpadded weights cost 2-way conflicts and save shared
-     * memory where a third block an SM needs it */
-    constexpr int MG_LDX = PADX ? MG_BK + 32 : MG_BK + 8;
+    /* shared rows padded so that a warp's reads meet no bank twice: the tokens' to 16
+     * bytes modulo 128 (ldmatrix reads 8 rows' 16 bytes at a time), the weights' (PADW)
+     * to 16 modulo 32 bytes (lanes g = 0..7 read 4 bytes each at 4 offsets t); unpadded
+     * weights cost 2-way conflicts and save shared memory where a third block an SM
+     * needs it */
+    constexpr int MG_LDX = MG_BK + 8;
     constexpr int WLD = PADW && MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -141,12 +143,15 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
                 for (int nt = 0; nt < L; nt++) {
                     if (TESTED && nt > 0 && (uint32_t)nt >= live)
                         break;
-                    /* token nt*8+g's values 8t..8t+7 of this group: its pairs are B's as
-                     * they lie; the group's sum, then times its scale */
-                    uint4 x = *reinterpret_cast<const uint4 *>(xs + (nt * 8 + g) * MG_LDX + gi * 32 + 8 * t);
+                    /* tokens nt*8..nt*8+7, the group's values 8j..8j+7 as matrix j
+                     * (lane l gives row l % 8 of matrix l / 8): lane (g, t) receives
+                     * token nt*8+g's values 8j+2t, 8j+2t+1, which are B's pairs for
+                     * the weights' pairs j; the group's sum, then times its scale */
+                    uint32_t x[4];
+                    ldmatrix_x4(x, xs + (nt * 8 + (lane & 7)) * MG_LDX + gi * 32 + 8 * (lane >> 3));
                     float c[4];
-                    mma_f16_from_zero(c, a0, x.x, x.y);
-                    mma_f16(c, a1, x.z, x.w);
+                    mma_f16_from_zero(c, a0, x[0], x[1]);
+                    mma_f16(c, a1, x[2], x[3]);
                     acc[nt][0] = fmaf(c[0], sa, acc[nt][0]);
                     acc[nt][1] = fmaf(c[1], sa, acc[nt][1]);
                     acc[nt][2] = fmaf(c[2], sb, acc[nt][2]);
@@ -173,23 +178,23 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
             store_feature_output(p, e, slot0, rows, n0 + (j < 2 ? r0 : r1), m0 + nt * 8 + 2 * t + (j & 1), acc[nt][j], g);
 }
 
-template <int TN, int ST, int MG_BK, int MINB, bool PADX, bool PADW>
+template <int TN, int ST, int MG_BK, int MINB, bool PADW>
 static size_t moe_smem_bytes(uint32_t K)
 {
     constexpr size_t WLD = PADW && MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
-    return (size_t)ST * TN * (PADX ? MG_BK + 32 : MG_BK + 8) * sizeof(f16) + (size_t)ST * MG_N * WLD + (size_t)MG_N * (K / 32);
+    return (size_t)ST * TN * (MG_BK + 8) * sizeof(f16) + (size_t)ST * MG_N * WLD + (size_t)MG_N * (K / 32);
 }
 
-template <int TN, int ST, int BK, int MINB = 2, bool PADX = true, bool PADW = true, bool LIVE_LOOPS = true>
+template <int TN, int ST, int BK, int MINB = 2, bool PADW = true, bool LIVE_LOOPS = true>
 static cudaError_t moe_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
     static SmemAllowance allowed;
-    size_t smem = moe_smem_bytes<TN, ST, BK, MINB, PADX, PADW>(a.K);
-    cudaError_t err = allow_dynamic_smem(allowed, moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW, LIVE_LOOPS>, smem);
+    size_t smem = moe_smem_bytes<TN, ST, BK, MINB, PADW>(a.K);
+    cudaError_t err = allow_dynamic_smem(allowed, moe_gemm_kernel<TN, ST, BK, MINB, PADW, LIVE_LOOPS>, smem);
     if (err != cudaSuccess)
         return err;
     dim3 grid((a.N + MG_N - 1) / MG_N, (max_rows + TN - 1) / TN, E);
-    LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADX, PADW, LIVE_LOOPS>), grid, MG_THREADS, smem, s, a);
+    LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADW, LIVE_LOOPS>), grid, MG_THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -205,9 +210,9 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* 32 token rows: two stages of 160 for three blocks an SM */
     if (token_rows == 32)
-        return moe_launch<32, 2, 160, 3, true, true, false>(a, E, max_rows, s);
+        return moe_launch<32, 2, 160, 3, true, false>(a, E, max_rows, s);
     /* steps of 320 (160 bytes of a row: gpt-oss's K of 2880) where K allows, else 64 */
     if (K % 320 == 0) /* two stages: three blocks an SM (the weights' rows unpadded to fit) */
-        return moe_launch<16, 2, 320, 3, true, false>(a, E, max_rows, s);
+        return moe_launch<16, 2, 320, 3, false>(a, E, max_rows, s);
     return moe_launch<16, 8, 64>(a, E, max_rows, s);
 }

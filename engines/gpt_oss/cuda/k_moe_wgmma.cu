@@ -8,10 +8,10 @@
  * flows through a cp.async pipeline of ST stages of 64 values: the tokens' fp16 rows,
  * laid in a 128-byte swizzle atom as wgmma reads them, and the weights' raw bytes; the
  * block's scales for all of K come with the first stage.  Each lane
- * decodes, per MXFP4 group of its rows g and g + 8, bytes t, t + 4, t + 8 and t + 12 of
- * the group's 16 (gathered by byte permutes from the group it reads whole): their values
- * are k = 2t, 2t + 1, 2t + 8, 2t + 9 of the group's two k16 steps, the A fragment's
- * places, so the tokens stay in their order.  The scale is applied in fp16 (exact in
+ * decodes, per MXFP4 group of its rows g and g + 8, the group's word t as the loader laid
+ * it out (k_mxfp4_lay_out: bytes t, t + 4, t + 8 and t + 12 of the file's group, whose
+ * values are k = 2t, 2t + 1, 2t + 8, 2t + 9 of the group's two k16 steps, the A
+ * fragment's places), so the tokens stay in their order.  The scale is applied in fp16 (exact in
  * the range the loader checks): folded into the decode's lookup tables when every scale
  * of the block gives normal products, else multiplied after it; so the products
  * accumulate over all of K in the tensor cores, one wgmma a warpgroup and k16 step, its
@@ -22,8 +22,9 @@
  * group, this issues two wgmma a warpgroup.  The loop over K is made once for each width
  * (the block's live tokens), so no switch stands between a stage's decode and its
  * products.  On an H100 at 256 sequences (32 rows an expert) gate_up + down take 185 +
- * 111 us a layer (213 + 124 with a switch a stage) against the 64-row tile's 300 + 167
- * (BENCHMARKS.md), the weights streaming at about 1.5 TB/s: each stage's decode,
+ * 111 us a layer (213 + 124 with a switch a stage) against the 64-row tile's 300 + 167,
+ * and on an H200 162 + 95 since each lane reads its word whole (183 + 107 before;
+ * BENCHMARKS.md), the weights streaming at about 1.5 TB/s: each stage's decode,
  * products and wait run in turn, and the schedulers issue in about half their cycles,
  * nearly all of it the decode.  Overlapping them (a warpgroup that only loads, the
  * tokens by the copy engine) is what would move it next.
@@ -58,24 +59,24 @@ static __device__ __forceinline__ void mw_products(float *acc, const uint32_t (&
         wgmma_f16_rs<N>(acc, a[ks], desc + (uint64_t)(ks * 32 >> 4));
 }
 
-/* One MXFP4 stage of this lane's rows r0 and r0 + 8 (raw bytes wr, row stride 32, scales
- * sc of the stage's first group, row stride KG) into A fragments of four k16 steps.
+/* One MXFP4 stage of this lane's rows r0 and r0 + 8 (raw bytes wr as k_mxfp4_lay_out
+ * laid them, row stride 32, scales sc of the stage's first group, row stride KG) into A
+ * fragments of four k16 steps: word t of each group holds the lane's values of both of
+ * the group's k16 steps.
  * TABLE: the scale goes into the decode's tables (every scale of the block in [114, 140]:
  * the products normal fp16), else an fp16 multiplication after it (subnormal products
  * too). */
 template <bool TABLE>
 static __device__ __forceinline__ void mw_decode(uint32_t (&a)[MW_BK / 16][4], const uint8_t *wr, const uint8_t *sc,
-                                                 uint32_t r0, uint32_t KG, uint32_t pick)
+                                                 uint32_t r0, uint32_t KG, uint32_t t)
 {
     const uint32_t r1 = r0 + 8;
 #pragma unroll
     for (int gi = 0; gi < MW_BK / 32; gi++) { /* the stage's groups of 32 */
-        const uint4 qa = *reinterpret_cast<const uint4 *>(wr + r0 * (MW_BK / 2) + gi * 16);
-        const uint4 qb = *reinterpret_cast<const uint4 *>(wr + r1 * (MW_BK / 2) + gi * 16);
-        /* bytes t, t + 4, t + 8, t + 12 of the group: values k = 2t, 2t + 1, 2t + 8,
-         * 2t + 9 of its first k16 step, then of its second */
-        const uint32_t wa = prmt(prmt(qa.x, qa.y, pick), prmt(qa.z, qa.w, pick), 0x5410u);
-        const uint32_t wb = prmt(prmt(qb.x, qb.y, pick), prmt(qb.z, qb.w, pick), 0x5410u);
+        /* values k = 2t, 2t + 1, 2t + 8, 2t + 9 of the group's first k16 step, then of
+         * its second */
+        const uint32_t wa = *reinterpret_cast<const uint32_t *>(wr + r0 * (MW_BK / 2) + gi * 16 + 4 * t);
+        const uint32_t wb = *reinterpret_cast<const uint32_t *>(wr + r1 * (MW_BK / 2) + gi * 16 + 4 * t);
         const uint32_t s_a = sc[r0 * KG + gi], s_b = sc[r1 * KG + gi];
         uint32_t ha[4], hb[4];
         if constexpr (TABLE) {
@@ -166,7 +167,6 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
     for (int i = 0; i < TN / 2; i++)
         acc[i] = 0.0f;
     const uint32_t r0 = warp * 16 + g;        /* this lane's weight rows: r0, r0 + 8 */
-    const uint32_t pick = t | ((t + 4) << 4); /* byte t of the first and second word */
     const uint32_t width = (live + 15) / 16;  /* the products' N / 16 */
     for (uint32_t s = 0; s < ST - 1; s++) {
         if (s < KT)
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
                 load_next();
             cp_async_commit();
             uint32_t a[MW_BK / 16][4];
-            mw_decode<TABLE>(a, Wraw + slot * WSTAGE, sc, r0, KG, pick);
+            mw_decode<TABLE>(a, Wraw + slot * WSTAGE, sc, r0, KG, t);
 #pragma unroll
             for (int i = 0; i < TN / 2; i++)
                 wgmma_keep(acc[i]);
@@ -296,9 +296,9 @@ cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 
         return cudaErrorNotSupported;
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* 64 token rows: four stages, three blocks an SM (60 KiB of shared memory each with
-     * gpt-oss's K, 80 registers, of which the loops by width spill 12 bytes, as measured;
-     * 5 to 7% faster than two blocks of six stages on an H100, BENCHMARKS.md); 128: four
-     * stages, two blocks (92 KiB, 122 registers) */
+     * gpt-oss's K, 78 registers, no spill since each lane reads its word whole; 5 to 7%
+     * faster than two blocks of six stages on an H100, BENCHMARKS.md); 128: four
+     * stages, two blocks (92 KiB, 115 registers) */
     if (token_rows == 64)
         return mw_launch<64, 4, 3>(a, E, max_rows, s);
     return mw_launch<128, 4, 2>(a, E, max_rows, s);

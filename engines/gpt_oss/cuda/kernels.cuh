@@ -175,6 +175,27 @@ cudaError_t k_bf16_to_f16(void *p, size_t n, unsigned long long *overflow, cudaS
 /* lo_hi[0] = min(lo_hi[0], min of p), lo_hi[1] = max(lo_hi[1], max of p) (the MXFP4
  * scales' range at load). */
 cudaError_t k_byte_range(const uint8_t *p, size_t n, uint32_t *lo_hi, cudaStream_t s);
+/* The experts' MXFP4 blocks as the GPU keeps them (k_mxfp4_lay_out, in place at load):
+ * each group of 32 values (16 bytes, byte j holding values 2j and 2j + 1 in its low and
+ * high nibble) becomes four words, word i gathering bytes i, i + 4, i + 8, i + 12, so
+ * that its nibbles 0-7 are values 2i, 2i + 1, 2i + 8, 2i + 9, 2i + 16, 2i + 17, 2i + 24,
+ * 2i + 25: the values that lane i of a quad holds in the A fragments of the group's two
+ * k16 steps (mma.sync and wgmma), which it now reads as one word.  Within a word, the
+ * magnitude of nibble n stays in its bits 0-2, and the sign bits (bit 3 of each nibble)
+ * are exchanged: nibble n < 4's sign goes to bit 8n + 7, nibble 4 + n's to 8n + 3, so
+ * that the decode takes the signs of a lookup's four bytes by one mask
+ * (e2m1x8_to_half2_pairs, device_util.cuh).  A host function for the tests. */
+static __host__ __device__ __forceinline__ uint32_t mxfp4_laid_word(const uint8_t group[16], uint32_t i)
+{
+    const uint32_t w = (uint32_t)group[i] | (uint32_t)group[i + 4] << 8 | (uint32_t)group[i + 8] << 16 |
+                       (uint32_t)group[i + 12] << 24;
+    uint32_t laid = w & 0x77777777u;
+    for (uint32_t n = 0; n < 8; n++)
+        laid |= (w >> (4 * n + 3) & 1u) << (n < 4 ? 8 * n + 7 : 8 * (n - 4) + 3);
+    return laid;
+}
+/* The blocks of n groups (16 bytes each) into that layout, in place. */
+cudaError_t k_mxfp4_lay_out(uint8_t *blocks, size_t groups, cudaStream_t s);
 /* x[t][:] = embed[ids[t]][:] as fp32. */
 cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T, uint32_t H,
                     cudaStream_t s);
@@ -214,12 +235,13 @@ cudaError_t k_gemv_f16(float *y, const f16 *W, const float *b, const float *x,
                        const float *norm_w, float eps, uint32_t rows, uint32_t cols,
                        int accumulate, cudaStream_t s);
 
-/* The operand order of the experts' GEMVs' fp16 vectors: within each 8 values, value m
- * at 2 (m % 4) + m / 4, i.e. (0, 4, 1, 5, 2, 6, 3, 7), the order in which a word of 8
- * E2M1 values decodes into mma fragments (k_gemv.cu). */
-static __host__ __device__ __forceinline__ uint32_t mx_operand_index(uint32_t i)
+/* The operand order of the experts' GEMVs' fp16 vectors: within each group of 32,
+ * value 8j + 2i + q (q 0 or 1) at 8i + 2j + q, so that the 8 values of the group's
+ * laid-out word i (k_mxfp4_lay_out above) are one 16-byte run, in the order its pairs
+ * decode (k_gemv.cu). */
+static __host__ __device__ __forceinline__ uint32_t mx_operand_index(uint32_t v)
 {
-    return (i & ~7u) | ((i & 3u) << 1) | ((i >> 2) & 1u);
+    return (v & ~31u) | (v & 1u) | ((v >> 3 & 3u) << 1) | ((v >> 1 & 3u) << 3);
 }
 
 /* For the k experts of ids: act[j][i] = the clamped SwiGLU of rows 2i, 2i+1 of expert
