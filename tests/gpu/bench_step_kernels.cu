@@ -269,7 +269,7 @@ int main(int argc, char **argv)
                T / (step / 1e6));
         printf("  experts' products by tile (us/launch): ");
         for (uint32_t tile : {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, GPT_MOE_TILE_WGMMA64,
-                              GPT_MOE_TILE_WGMMA128, 32u, 64u, 128u}) {
+                              GPT_MOE_TILE_WGMMA128, GPT_MOE_TILE_FRAGMENTS16_OPERAND, 32u, 64u, 128u}) {
             if ((tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_moe_wgmma_available())
                 continue; /* Hopper's only */
             double gu = time_us([&](uint32_t l) {

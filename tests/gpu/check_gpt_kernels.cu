@@ -245,6 +245,13 @@ static void check_rmsnorm()
     for (size_t i = 0; i < hi.size(); i++)
         hi[i] += lo[i];
     report("k_rmsnorm", "split fp16 out (hi + lo)", rel_l2(hi.data(), want.data(), T * H), 1e-6);
+    check(cudaMemset(db, 0xFF, T * H * sizeof(f16)), "poison");
+    check(k_rmsnorm_operand_order(db, df, dx, dw, T, H, 1e-5f, 0), "k_rmsnorm_operand_order");
+    auto ob = download(reinterpret_cast<uint16_t *>(db), T * H);
+    size_t moved = 0;
+    for (uint32_t i = 0; i < T * H; i++)
+        moved += ob[mx_operand_index(i)] != gb[i];
+    report("k_rmsnorm_operand_order", "fp16 values not where the operand order puts them", (double)moved, 0);
 }
 
 static void check_embed()
@@ -553,6 +560,27 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
         report("k_gemm_mxfp4_grouped", what, rel_l2(act.data(), want_act.data(), want_act.size()), 1e-3);
     }
 
+    /* the fragments kernel with its tokens in the operand order (each row by groups of
+     * 32), writing act in that order: the same products */
+    std::vector<uint16_t> xb_operand(xb.size());
+    for (size_t i = 0; i < xb.size(); i++)
+        xb_operand[mx_operand_index((uint32_t)i)] = xb[i];
+    f16 *dx_operand = reinterpret_cast<f16 *>(upload(xb_operand)), *dact_operand = dev<f16>((size_t)T * k * I);
+    check(cudaMemset(dact_operand, 0xFF, (size_t)T * k * I * sizeof(f16)), "poison act");
+    check(k_gemm_mxfp4_grouped_tile(GPT_MOE_TILE_FRAGMENTS16_OPERAND, NULL, dact_operand, dx_operand, drows, gub,
+                                    gus, gubias, doff, E, T, T * k, 2 * I, H, 1.702f, 7.0f, 0),
+          "k_gemm_mxfp4_grouped (gate_up, operand order)");
+    {
+        auto ob = download(reinterpret_cast<uint16_t *>(dact_operand), (size_t)T * k * I);
+        std::vector<uint16_t> back(ob.size());
+        for (size_t i = 0; i < ob.size(); i++)
+            back[i] = ob[mx_operand_index((uint32_t)i)];
+        auto got = h_to_floats(back);
+        snprintf(what, sizeof what, "gate_up + SwiGLU, %u slots, tile %u (tokens, act in the operand order)", T * k,
+                 GPT_MOE_TILE_FRAGMENTS16_OPERAND);
+        report("k_gemm_mxfp4_grouped", what, rel_l2(got.data(), want_act.data(), want_act.size()), 1e-3);
+    }
+
     float *dout = dev<float>((size_t)T * k * H);
     std::vector<float> want_out((size_t)T * k * H), out;
     for (uint32_t e = 0; e < E; e++) { /* an expert's slots are contiguous: one call each */
@@ -572,6 +600,22 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
         snprintf(what, sizeof what, "down, %u slots, 2880 x 2880, tile %s%u%s", T * k, tile ? "" : "auto ",
                  tile, normal_scales ? ", normal" : "");
         report("k_gemm_mxfp4_grouped", what, rel_l2(out.data(), want_out.data(), want_out.size()), 1e-5);
+    }
+    { /* down from the same act in the operand order */
+        auto act_b = download(reinterpret_cast<uint16_t *>(dact), (size_t)T * k * I);
+        std::vector<uint16_t> act_operand(act_b.size());
+        for (size_t i = 0; i < act_b.size(); i++)
+            act_operand[mx_operand_index((uint32_t)i)] = act_b[i];
+        f16 *da = reinterpret_cast<f16 *>(upload(act_operand));
+        float *dout2 = dev<float>((size_t)T * k * H);
+        check(cudaMemset(dout2, 0xFF, (size_t)T * k * H * sizeof(float)), "poison out");
+        check(k_gemm_mxfp4_grouped_tile(GPT_MOE_TILE_FRAGMENTS16_OPERAND, dout2, NULL, da, NULL, dnb, dns, dnbias,
+                                        doff, E, T, T * k, H, I, 1.702f, 7.0f, 0),
+              "k_gemm_mxfp4_grouped (down, operand order)");
+        auto out2 = download(dout2, (size_t)T * k * H);
+        snprintf(what, sizeof what, "down, %u slots, tile %u (act in the operand order)", T * k,
+                 GPT_MOE_TILE_FRAGMENTS16_OPERAND);
+        report("k_gemm_mxfp4_grouped", what, rel_l2(out2.data(), want_out.data(), want_out.size()), 1e-5);
     }
 
 

@@ -22,6 +22,7 @@ struct ExpertsArgs {
     const uint32_t *offsets;
     uint32_t N, K;
     float alpha, limit;
+    bool operand_order; /* act written in the operand order (GPT_MOE_TILE_FRAGMENTS16_OPERAND) */
 };
 
 /* Expert e's scales of weight rows n0 .. n0 + ROWS, all of K, into Sc [ROWS][K/32]: one
@@ -57,7 +58,8 @@ static __device__ __forceinline__ void store_feature_output(const ExpertsArgs &p
     if (p.act) {
         const float up = __shfl_xor_sync(0xffffffffu, v, 4);
         if (!(g & 1) && n < N && m < rows)
-            p.act[((size_t)slot0 + m) * (N / 2) + n / 2] = to_f16(clamped_swiglu(v, up, p.alpha, p.limit));
+            p.act[((size_t)slot0 + m) * (N / 2) + (p.operand_order ? mx_operand_index(n / 2) : n / 2)] =
+                to_f16(clamped_swiglu(v, up, p.alpha, p.limit));
     } else if (n < N && m < rows) {
         p.C[((size_t)slot0 + m) * N + n] = v;
     }

@@ -262,6 +262,26 @@ static cudaError_t mx_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows
     return cudaGetLastError();
 }
 
+uint32_t k_gemm_mxfp4_grouped_pick(uint32_t E, uint32_t max_rows, uint32_t pairs, uint32_t N, uint32_t K)
+{
+    /* rows an expert on average: a dozen (on Hopper) or two (elsewhere), the weights
+     * decoded into fragments (k_moe_gemm.cu); more, on Hopper, decoded into wgmma's A
+     * fragments (k_moe_wgmma.cu), 64 or 128 token rows a block; elsewhere a few dozen
+     * take 32- or 64-row tiles, each
+     * expert's weights decoded about once, and many (prefill) 128-row tiles, the weights
+     * read and decoded once per 128 rows */
+    uint32_t mean = E ? (pairs + E - 1) / E : 0;
+    if (N % 16 == 0 && k_moe_wgmma_available())
+        return mean <= FEW_ROWS       ? GPT_MOE_TILE_FRAGMENTS16
+               : mean <= WGMMA64_MEAN ? GPT_MOE_TILE_WGMMA64
+                                      : GPT_MOE_TILE_WGMMA128;
+    return mean <= FEW_ROWS && N % 16 == 0                       ? GPT_MOE_TILE_FRAGMENTS16
+           : mean <= SMALL_MEAN && N % 16 == 0 && K % 320 == 0 ? GPT_MOE_TILE_FRAGMENTS32
+           : mean <= SMALL_MEAN || max_rows <= 32              ? 32
+           : mean <= MID_MEAN                                  ? 64
+                                                               : 128;
+}
+
 cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f16 *A,
                                       const int32_t *a_rows, const uint8_t *blocks,
                                       const uint8_t *scales, const float *bias,
@@ -271,35 +291,21 @@ cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f
 {
     if (K % MX_BK || N % 8 || max_rows == 0 || E == 0 || K > 12288)
         return cudaErrorInvalidValue;
-    /* rows an expert on average: a dozen (on Hopper) or two (elsewhere), the weights
-     * decoded into fragments (k_moe_gemm.cu); more, on Hopper, decoded into wgmma's A
-     * fragments (k_moe_wgmma.cu), 64 or 128 token rows a block; elsewhere a few dozen
-     * take 32- or 64-row tiles, each
-     * expert's weights decoded about once, and many (prefill) 128-row tiles, the weights
-     * read and decoded once per 128 rows */
-    uint32_t mean = (pairs + E - 1) / E;
-    if (tile == 0 && N % 16 == 0 && k_moe_wgmma_available())
-        tile = mean <= FEW_ROWS       ? GPT_MOE_TILE_FRAGMENTS16
-               : mean <= WGMMA64_MEAN ? GPT_MOE_TILE_WGMMA64
-                                      : GPT_MOE_TILE_WGMMA128;
     if (tile == 0)
-        tile = mean <= FEW_ROWS && N % 16 == 0                       ? GPT_MOE_TILE_FRAGMENTS16
-               : mean <= SMALL_MEAN && N % 16 == 0 && K % 320 == 0 ? GPT_MOE_TILE_FRAGMENTS32
-               : mean <= SMALL_MEAN || max_rows <= 32              ? 32
-               : mean <= MID_MEAN                                  ? 64
-                                                                   : 128;
+        tile = k_gemm_mxfp4_grouped_pick(E, max_rows, pairs, N, K);
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     switch (tile) {
     case GPT_MOE_TILE_FRAGMENTS16:
+    case GPT_MOE_TILE_FRAGMENTS16_OPERAND:
         if (N % 16)
             return cudaErrorInvalidValue;
         return k_moe_gemm_few(16, C, act, A, a_rows, blocks, scales, bias, offsets, E, max_rows, N, K,
-                              alpha, limit, s);
+                              alpha, limit, tile == GPT_MOE_TILE_FRAGMENTS16_OPERAND, s);
     case GPT_MOE_TILE_FRAGMENTS32:
         if (N % 16 || K % 320)
             return cudaErrorInvalidValue;
         return k_moe_gemm_few(32, C, act, A, a_rows, blocks, scales, bias, offsets, E, max_rows, N, K,
-                              alpha, limit, s);
+                              alpha, limit, false, s);
     case GPT_MOE_TILE_WGMMA64:
     case GPT_MOE_TILE_WGMMA128:
         if (N % 16)

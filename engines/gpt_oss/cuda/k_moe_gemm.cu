@@ -17,10 +17,11 @@
  * warp, the 4-byte word t of each group as the loader laid it out (k_mxfp4_lay_out: 8
  * E2M1 values to fp16 by byte permutes, unscaled: e2m1x8_to_half2_pairs), which are its
  * A fragments as they are: the values 2t, 2t + 1 and 2t + 8, 2t + 9 of the group's
- * first k16 step, and the same 16 on of its second; the tokens' B fragments come from
- * shared memory by ldmatrix in the same k order (the order the file keeps, lane t's
- * values 8t..8t+7, took one 16-byte read for B, but a byte permute more per decode and
- * three for the wgmma kernel's lanes: BENCHMARKS.md).  A group is
+ * first k16 step, and the same 16 on of its second; the tokens' B fragments must hold
+ * the same values: where the tokens lie in their order they come from shared memory by
+ * ldmatrix, and where the step wrote them in the operand order (X_OPERAND,
+ * GPT_MOE_TILE_FRAGMENTS16_OPERAND: a word's 8 values side by side) by one 16-byte read
+ * a lane, 3% less time at 8 to 12 rows an expert (BENCHMARKS.md).  A group is
  * exactly two k16 steps, so its scale multiplies the group's sum in fp32 (an FMA per
  * output) instead of its 32 weights in fp16.  So no block-wide decode into shared
  * memory and no barrier between decoding and multiplying; the tensor cores see 2 x TN/8
@@ -43,16 +44,25 @@
 #define MG_THREADS 256
 #define MG_N 128  /* weight rows a block */
 
+/* A token row in shared memory, in halves (see the kernel's padding). */
+template <int MG_BK, bool X_OPERAND>
+static constexpr __host__ __device__ int moe_x_row()
+{
+    return X_OPERAND ? MG_BK + 32 : MG_BK + 8;
+}
 
-template <int TN, int ST, int MG_BK, int MINB = 2, bool PADW = true, bool LIVE_LOOPS = true>
+
+template <int TN, int ST, int MG_BK, int MINB = 2, bool PADW = true, bool LIVE_LOOPS = true,
+          bool X_OPERAND = false>
 __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs p)
 {
     /* shared rows padded so that a warp's reads meet no bank twice: the tokens' to 16
-     * bytes modulo 128 (ldmatrix reads 8 rows' 16 bytes at a time), the weights' (PADW)
-     * to 16 modulo 32 bytes (lanes g = 0..7 read 4 bytes each at 4 offsets t); unpadded
-     * weights cost 2-way conflicts and save shared memory where a third block an SM
-     * needs it */
-    constexpr int MG_LDX = MG_BK + 8;
+     * bytes modulo 128 (ldmatrix reads 8 rows' 16 bytes at a time) or, in the operand
+     * order (X_OPERAND), to 64 (lanes g and g + 1 of a quarter warp read 16 bytes each at
+     * 4 offsets t); the weights' (PADW) to 16 modulo 32 bytes (lanes g = 0..7 read 4
+     * bytes each at 4 offsets t); unpadded weights cost 2-way conflicts and save shared
+     * memory where a third block an SM needs it */
+    constexpr int MG_LDX = moe_x_row<MG_BK, X_OPERAND>();
     constexpr int WLD = PADW && MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -148,7 +158,15 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
                      * token nt*8+g's values 8j+2t, 8j+2t+1, which are B's pairs for
                      * the weights' pairs j; the group's sum, then times its scale */
                     uint32_t x[4];
-                    ldmatrix_x4(x, xs + (nt * 8 + (lane & 7)) * MG_LDX + gi * 32 + 8 * (lane >> 3));
+                    if constexpr (X_OPERAND) { /* the same values, side by side */
+                        const uint4 v = *reinterpret_cast<const uint4 *>(xs + (nt * 8 + g) * MG_LDX + gi * 32 + 8 * t);
+                        x[0] = v.x;
+                        x[1] = v.y;
+                        x[2] = v.z;
+                        x[3] = v.w;
+                    } else {
+                        ldmatrix_x4(x, xs + (nt * 8 + (lane & 7)) * MG_LDX + gi * 32 + 8 * (lane >> 3));
+                    }
                     float c[4];
                     mma_f16_from_zero(c, a0, x[0], x[1]);
                     mma_f16(c, a1, x[2], x[3]);
@@ -178,23 +196,25 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
             store_feature_output(p, e, slot0, rows, n0 + (j < 2 ? r0 : r1), m0 + nt * 8 + 2 * t + (j & 1), acc[nt][j], g);
 }
 
-template <int TN, int ST, int MG_BK, int MINB, bool PADW>
+template <int TN, int ST, int MG_BK, int MINB, bool PADW, bool X_OPERAND>
 static size_t moe_smem_bytes(uint32_t K)
 {
     constexpr size_t WLD = PADW && MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
-    return (size_t)ST * TN * (MG_BK + 8) * sizeof(f16) + (size_t)ST * MG_N * WLD + (size_t)MG_N * (K / 32);
+    return (size_t)ST * TN * moe_x_row<MG_BK, X_OPERAND>() * sizeof(f16) + (size_t)ST * MG_N * WLD +
+           (size_t)MG_N * (K / 32);
 }
 
-template <int TN, int ST, int BK, int MINB = 2, bool PADW = true, bool LIVE_LOOPS = true>
+template <int TN, int ST, int BK, int MINB = 2, bool PADW = true, bool LIVE_LOOPS = true, bool X_OPERAND = false>
 static cudaError_t moe_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows, cudaStream_t s)
 {
     static SmemAllowance allowed;
-    size_t smem = moe_smem_bytes<TN, ST, BK, MINB, PADW>(a.K);
-    cudaError_t err = allow_dynamic_smem(allowed, moe_gemm_kernel<TN, ST, BK, MINB, PADW, LIVE_LOOPS>, smem);
+    size_t smem = moe_smem_bytes<TN, ST, BK, MINB, PADW, X_OPERAND>(a.K);
+    cudaError_t err =
+        allow_dynamic_smem(allowed, moe_gemm_kernel<TN, ST, BK, MINB, PADW, LIVE_LOOPS, X_OPERAND>, smem);
     if (err != cudaSuccess)
         return err;
     dim3 grid((a.N + MG_N - 1) / MG_N, (max_rows + TN - 1) / TN, E);
-    LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADW, LIVE_LOOPS>), grid, MG_THREADS, smem, s, a);
+    LAUNCH((moe_gemm_kernel<TN, ST, BK, MINB, PADW, LIVE_LOOPS, X_OPERAND>), grid, MG_THREADS, smem, s, a);
     return cudaGetLastError();
 }
 
@@ -202,12 +222,16 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
                            const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
                            const float *bias, const uint32_t *offsets, uint32_t E,
                            uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
-                           cudaStream_t s)
+                           bool operand_order, cudaStream_t s)
 {
     if (K % 64 || N % 16 || max_rows == 0 || E == 0 || K > 12288 ||
-        (token_rows != 16 && token_rows != 32) || (token_rows == 32 && K % 320))
+        (token_rows != 16 && token_rows != 32) || (token_rows == 32 && K % 320) ||
+        (operand_order && (token_rows != 16 || (act && N / 2 % 32))))
         return cudaErrorInvalidValue;
-    ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
+    ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit, operand_order};
+    if (operand_order) /* the tokens' values of a word side by side: 16-byte reads */
+        return K % 320 == 0 ? moe_launch<16, 2, 320, 3, false, true, true>(a, E, max_rows, s)
+                            : moe_launch<16, 8, 64, 2, true, true, true>(a, E, max_rows, s);
     /* 32 token rows: two stages of 160 for three blocks an SM */
     if (token_rows == 32)
         return moe_launch<32, 2, 160, 3, true, false>(a, E, max_rows, s);

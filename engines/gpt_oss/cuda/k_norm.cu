@@ -4,7 +4,7 @@
 
 
 __global__ void rmsnorm_kernel(f16 *out_h, f16 *out_lo, float *out_f, const float *x,
-                               const float *w, uint32_t H, float eps)
+                               const float *w, uint32_t H, float eps, bool operand_order)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
@@ -31,7 +31,7 @@ __global__ void rmsnorm_kernel(f16 *out_h, f16 *out_lo, float *out_f, const floa
         if (out_lo)
             split_f16(v, out_h + (size_t)t * H + i, out_lo + (size_t)t * H + i);
         else if (out_h)
-            out_h[(size_t)t * H + i] = to_f16(v);
+            out_h[(size_t)t * H + (operand_order ? mx_operand_index(i) : i)] = to_f16(v);
         if (out_f)
             out_f[(size_t)t * H + i] = v;
     }
@@ -42,6 +42,15 @@ cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, con
 {
     if (out_lo && !out_h)
         return cudaErrorInvalidValue;
-    LAUNCH(rmsnorm_kernel, T, 512, 0, s, out_h, out_lo, out_f, x, w, H, eps);
+    LAUNCH(rmsnorm_kernel, T, 512, 0, s, out_h, out_lo, out_f, x, w, H, eps, false);
+    return cudaGetLastError();
+}
+
+cudaError_t k_rmsnorm_operand_order(f16 *out_h, float *out_f, const float *x, const float *w, uint32_t T,
+                                    uint32_t H, float eps, cudaStream_t s)
+{
+    if (!out_h || H % 32)
+        return cudaErrorInvalidValue;
+    LAUNCH(rmsnorm_kernel, T, 512, 0, s, out_h, (f16 *)NULL, out_f, x, w, H, eps, true);
     return cudaGetLastError();
 }

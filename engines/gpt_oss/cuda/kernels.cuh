@@ -203,6 +203,11 @@ cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T,
  * hi part, out_lo the lo) and/or fp32 (out_f); any may be NULL. */
 cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, const float *w,
                       uint32_t T, uint32_t H, float eps, cudaStream_t s);
+/* The same with out_h (not NULL) in the operand order (mx_operand_index, each row by
+ * groups of 32: the input of GPT_MOE_TILE_FRAGMENTS16_OPERAND), out_f as it is.
+ * H % 32 == 0. */
+cudaError_t k_rmsnorm_operand_order(f16 *out_h, float *out_f, const float *x, const float *w, uint32_t T,
+                                    uint32_t H, float eps, cudaStream_t s);
 /* The RoPE table: cos_sin[pos][i] = (cos, sin)(pos * inv_freq[i]) * attn_factor for
  * pos < positions, i < half, computed in double (inv_freq: device, half doubles). */
 cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_factor,
@@ -235,10 +240,11 @@ cudaError_t k_gemv_f16(float *y, const f16 *W, const float *b, const float *x,
                        const float *norm_w, float eps, uint32_t rows, uint32_t cols,
                        int accumulate, cudaStream_t s);
 
-/* The operand order of the experts' GEMVs' fp16 vectors: within each group of 32,
- * value 8j + 2i + q (q 0 or 1) at 8i + 2j + q, so that the 8 values of the group's
+/* The operand order of the experts' GEMVs' fp16 vectors (k_gemv.cu) and of the
+ * fragments kernel's tokens (GPT_MOE_TILE_FRAGMENTS16_OPERAND): within each group of
+ * 32, value 8j + 2i + q (q 0 or 1) at 8i + 2j + q, so that the 8 values of the group's
  * laid-out word i (k_mxfp4_lay_out above) are one 16-byte run, in the order its pairs
- * decode (k_gemv.cu). */
+ * decode. */
 static __host__ __device__ __forceinline__ uint32_t mx_operand_index(uint32_t v)
 {
     return (v & ~31u) | (v & 1u) | ((v >> 3 & 3u) << 1) | ((v >> 1 & 3u) << 3);
@@ -311,12 +317,21 @@ cudaError_t k_gemm_mxfp4_grouped(float *C, f16 *act, const f16 *A, const int32_t
 #define GPT_MOE_TILE_FRAGMENTS32 17u
 #define GPT_MOE_TILE_WGMMA64 18u
 #define GPT_MOE_TILE_WGMMA128 19u
+/* GPT_MOE_TILE_FRAGMENTS16 with the tokens A in the operand order (mx_operand_index,
+ * each row by groups of 32; K % 32 == 0) and act, where written, in that order too (N/2
+ * % 32 == 0): the order in which the laid-out words' values lie, so the fragments kernel
+ * reads a token's values of a word as one 16-byte run.  A step whose pick is the
+ * fragments kernel for both products (k_gemm_mxfp4_grouped_pick) gives it the MLP's
+ * normed rows that way (k_rmsnorm_operand_order). */
+#define GPT_MOE_TILE_FRAGMENTS16_OPERAND 20u
 cudaError_t k_gemm_mxfp4_grouped_tile(uint32_t tile, float *C, f16 *act, const f16 *A,
                                       const int32_t *a_rows, const uint8_t *blocks,
                                       const uint8_t *scales, const float *bias,
                                       const uint32_t *offsets, uint32_t E, uint32_t max_rows,
                                       uint32_t pairs, uint32_t N, uint32_t K, float alpha,
                                       float limit, cudaStream_t s);
+/* The tile k_gemm_mxfp4_grouped picks for those arguments on the current device. */
+uint32_t k_gemm_mxfp4_grouped_pick(uint32_t E, uint32_t max_rows, uint32_t pairs, uint32_t N, uint32_t K);
 /* The same products where the experts have a few rows each (up to 12 on compute
  * capability 9.0, where k_moe_gemm_wgmma takes more, else about 24), the weights
  * decoded straight into the tensor cores' fragments (k_moe_gemm.cu), token_rows (16 or
@@ -326,7 +341,7 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
                            const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
                            const float *bias, const uint32_t *offsets, uint32_t E,
                            uint32_t max_rows, uint32_t N, uint32_t K, float alpha, float limit,
-                           cudaStream_t s);
+                           bool operand_order, cudaStream_t s);
 /* The same on Hopper's warpgroup matrix instructions (k_moe_wgmma.cu), token_rows (64 or
  * 128) of an expert a block; cudaErrorNotSupported but on compute capability 9.0, which
  * k_moe_wgmma_available() tells.  N % 16 == 0, K % 64 == 0, K <= 12288; other shapes
