@@ -6,8 +6,9 @@
  * the L2 holds), each token routed to 4 random experts of 32.  The time per launch is
  * the mean of back-to-back launches; the table's last line adds them up as one step.
  * Then the experts' two products again with each tile of k_gemm_mxfp4_grouped_tile (16
- * and 17: the fragments kernel with 16 or 32 token rows a block; 32, 64, 128 rows of the
- * grouped GEMM's tiles), to see where each pays; the dense products with the large
+ * and 17: the fragments kernel with 16 or 32 token rows a block, 20 the 16-row one with
+ * its tokens in the operand order; 18 and 19 the wgmma kernel's 64 and 128 rows, on
+ * Hopper; 32, 64, 128 rows of the grouped GEMM's tiles), to see where each pays; the dense products with the large
  * tile of 8 warps that the one of 4 replaced.  Batches past 256
  * stand for prefill chunks (their lm_head and pick take 256 rows).
  * It checks nothing: correctness is gpt-oss-kernel-check's.

@@ -478,9 +478,9 @@ static float swiglu_ref(float g, float u)
  * 128-row tiles), 600 of 128 experts about 19 (on Hopper the wgmma kernel's 64 rows,
  * elsewhere fragments, 32 rows).  Every tile runs on
  * the same products; the wgmma ones only where k_moe_wgmma_available(). */
-static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false)
+static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false, uint32_t width = 2880)
 {
-    const uint32_t k = 4, H = 2880, I = 2880;
+    const uint32_t k = 4, H = width, I = width;
     char what[96];
     Experts gu = random_experts(E, 2 * I, H, normal_scales), dn = random_experts(E, H, I, normal_scales);
     std::vector<uint16_t> xb;
@@ -544,7 +544,8 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
                               GPT_MOE_TILE_WGMMA128, 32, 64, 128, 0};
     std::vector<float> act;
     auto skipped = [&](uint32_t tile) {
-        return (tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_moe_wgmma_available();
+        return ((tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_moe_wgmma_available()) ||
+               (tile == GPT_MOE_TILE_FRAGMENTS32 && width % 320); /* its steps of 160 */
     };
     for (uint32_t tile : tiles) { /* each run on a poisoned output (0xFFFF: fp16 NaN) */
         if (skipped(tile))
@@ -555,7 +556,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
               "k_gemm_mxfp4_grouped (gate_up)");
         auto act_b = download(reinterpret_cast<uint16_t *>(dact), (size_t)T * k * I);
         act = h_to_floats(act_b);
-        snprintf(what, sizeof what, "gate_up + SwiGLU, %u slots, 5760 x 2880, tile %s%u%s", T * k,
+        snprintf(what, sizeof what, "gate_up + SwiGLU, %u slots, %u x %u, tile %s%u%s", T * k, 2 * I, H,
                  tile ? "" : "auto ", tile, normal_scales ? ", normal" : "");
         report("k_gemm_mxfp4_grouped", what, rel_l2(act.data(), want_act.data(), want_act.size()), 1e-3);
     }
@@ -597,7 +598,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
                                         T * k, H, I, 1.702f, 7.0f, 0),
               "k_gemm_mxfp4_grouped (down)");
         out = download(dout, (size_t)T * k * H);
-        snprintf(what, sizeof what, "down, %u slots, 2880 x 2880, tile %s%u%s", T * k, tile ? "" : "auto ",
+        snprintf(what, sizeof what, "down, %u slots, %u x %u, tile %s%u%s", T * k, H, I, tile ? "" : "auto ",
                  tile, normal_scales ? ", normal" : "");
         report("k_gemm_mxfp4_grouped", what, rel_l2(out.data(), want_out.data(), want_out.size()), 1e-5);
     }
@@ -1333,6 +1334,7 @@ int main()
     check_moe_prefill(600, 32);
     check_moe_prefill(1200, 32, true);
     check_moe_prefill(600, 128); /* gpt-oss-120b */
+    check_moe_prefill(16, 8, false, 192); /* K not a multiple of 320: the fragments kernel's steps of 64 */
     if (!k_moe_wgmma_available())
         printf("%-26s %-44s (not checked: compute capability is not 9.0)\n", "k_moe_gemm_wgmma", "tiles 18, 19");
     {   /* the scale folded into the E2M1 decode's tables, against decode times scale */

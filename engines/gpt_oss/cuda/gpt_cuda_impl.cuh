@@ -22,7 +22,7 @@ struct DevLayer {
     float *bo, *sinks;
     f16 *wr;        /* router [experts][hidden] */
     float *br;
-    uint8_t *gu_blocks, *gu_scales; /* [E][2I][H/32][16], [E][2I][H/32] */
+    uint8_t *gu_blocks, *gu_scales; /* [E][2I][H/32][16] (laid out: k_mxfp4_lay_out), [E][2I][H/32] */
     float *gu_bias;                 /* [E][2I] */
     uint8_t *dn_blocks, *dn_scales; /* [E][H][I/32][16], [E][H][I/32] */
     float *dn_bias;                 /* [E][H] */

@@ -8,8 +8,9 @@
  * tensor cores (mma.sync m16n8k16 fp16, fp32 accumulation, fragments by ldmatrix).  K
  * flows through a cp.async pipeline in steps of 64: the tokens' fp16 rows and the
  * weights' raw MXFP4 bytes as the loader laid them out (k_mxfp4_lay_out; the block's
- * scales for all of K come with the first step).  The raw bytes are decoded into an fp16 tile in shared memory (exact: an E2M1 value
- * times a power of two within fp16's range, which the loader checks).  The 32- and
+ * scales for all of K come with the first step).  The raw bytes are decoded into an
+ * fp16 tile in shared memory (exact: an E2M1 value times a power of two within fp16's
+ * range, which the loader checks).  The 32- and
  * 64-row tiles decode one step ahead of the multiplication, into the other of two
  * tiles, so a step costs one barrier and a warp's decoding of the next step overlaps its
  * neighbours' products of this one; the 128-row tile, whose two tiles would leave room
@@ -114,8 +115,9 @@ __global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(ExpertsArgs p)
         uint4 *dst = reinterpret_cast<uint4 *>(to + row * MX_LDS + grp * 32);
         const uint32_t words[4] = {q.x, q.y, q.z, q.w};
         /* the file's values 8j..8j+7 are pair j of words 0-3: the high bytes of their
-         * first four pairs, then of the last four (the bytes of one half at a time: the
-         * 128-row tile's registers, 5% less time than all 16 pairs at once on an H200) */
+         * first four pairs, then of the last four (one half at a time: decoding all 16
+         * pairs first made the 128-row tile 6 to 7% slower than the file's order was,
+         * on an H200, BENCHMARKS.md) */
         uint32_t bytes[4];
 #pragma unroll
         for (int w = 0; w < 4; w++)

@@ -23,7 +23,7 @@
  * (the block's live tokens), so no switch stands between a stage's decode and its
  * products.  On an H100 at 256 sequences (32 rows an expert) gate_up + down take 185 +
  * 111 us a layer (213 + 124 with a switch a stage) against the 64-row tile's 300 + 167,
- * and on an H200 162 + 95 since each lane reads its word whole (183 + 107 before;
+ * and on an H200 165 + 96 since each lane reads its word whole (183 + 107 before;
  * BENCHMARKS.md), the weights streaming at about 1.5 TB/s: each stage's decode,
  * products and wait run in turn, and the schedulers issue in about half their cycles,
  * nearly all of it the decode.  Overlapping them (a warpgroup that only loads, the

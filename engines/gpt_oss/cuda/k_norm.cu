@@ -1,5 +1,5 @@
-/* RMSNorm of a step's rows, to fp16 (split in two when asked: kernels.cuh) and/or
- * fp32.  See kernels.cuh. */
+/* RMSNorm of a step's rows, to fp16 (split in two when asked, or in the experts'
+ * operand order: kernels.cuh) and/or fp32.  See kernels.cuh. */
 #include "device_util.cuh"
 
 

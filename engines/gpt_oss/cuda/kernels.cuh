@@ -12,7 +12,8 @@
  * returns the launch's error.
  *
  * Layouts: a matrix [rows][cols] is row-major; activations are [tokens][width];
- * MXFP4 weights are blocks [rows][cols/32][16] and scales [rows][cols/32]. */
+ * MXFP4 weights are blocks [rows][cols/32][16] and scales [rows][cols/32], the blocks of
+ * every kernel here laid out as k_mxfp4_lay_out leaves them. */
 #ifndef GPT_CUDA_KERNELS_CUH
 #define GPT_CUDA_KERNELS_CUH
 
@@ -194,7 +195,8 @@ static __host__ __device__ __forceinline__ uint32_t mxfp4_laid_word(const uint8_
         laid |= (w >> (4 * n + 3) & 1u) << (n < 4 ? 8 * n + 7 : 8 * (n - 4) + 3);
     return laid;
 }
-/* The blocks of n groups (16 bytes each) into that layout, in place. */
+/* `groups` groups of blocks (16 bytes each, 16-byte aligned: else
+ * cudaErrorInvalidValue) into that layout, in place. */
 cudaError_t k_mxfp4_lay_out(uint8_t *blocks, size_t groups, cudaStream_t s);
 /* x[t][:] = embed[ids[t]][:] as fp32. */
 cudaError_t k_embed(float *x, const bf16 *embed, const int32_t *ids, uint32_t T, uint32_t H,
@@ -219,7 +221,7 @@ cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w
 /* The decode step's router, one launch: x (fp32 [H]) normed with norm_w (eps), the
  * logits w . xn + b of the E experts, their top k (ids, softmax weights) as k_router
  * picks them; xn is also written to x_operand as fp16 in the operand order (below), the
- * input of k_moe_gate_up_gemv. */
+ * input of k_moe_gate_up_gemv.  H % 32 == 0. */
 cudaError_t k_router_decode(int32_t *ids, float *weights, f16 *x_operand, const float *x,
                             const float *norm_w, float eps, const f16 *w, const float *b,
                             uint32_t H, uint32_t E, uint32_t k, cudaStream_t s);
@@ -252,7 +254,8 @@ static __host__ __device__ __forceinline__ uint32_t mx_operand_index(uint32_t v)
 
 /* For the k experts of ids: act[j][i] = the clamped SwiGLU of rows 2i, 2i+1 of expert
  * ids[j]'s gate_up (MXFP4 [E][2I][H]) . x + bias, written as fp16 [k][I], each row in
- * the operand order (the input of k_moe_down_gemv); x fp16 [H] in the operand order. */
+ * the operand order (the input of k_moe_down_gemv); x fp16 [H] in the operand order.
+ * H % 32 == 0, I % 32 == 0. */
 cudaError_t k_moe_gate_up_gemv(f16 *act, const uint8_t *blocks, const uint8_t *scales,
                                const float *bias, const int32_t *ids, const f16 *x, uint32_t k,
                                uint32_t H, uint32_t I, float alpha, float limit, cudaStream_t s);
@@ -336,7 +339,9 @@ uint32_t k_gemm_mxfp4_grouped_pick(uint32_t E, uint32_t max_rows, uint32_t pairs
  * capability 9.0, where k_moe_gemm_wgmma takes more, else about 24), the weights
  * decoded straight into the tensor cores' fragments (k_moe_gemm.cu), token_rows (16 or
  * 32) of an expert a block; k_gemm_mxfp4_grouped calls it when that pays.  N % 16 == 0,
- * K % 64 == 0 (K % 320 == 0 for 32 token rows). */
+ * K % 64 == 0 (K % 320 == 0 for 32 token rows).  operand_order: A (and act) in the
+ * operand order (GPT_MOE_TILE_FRAGMENTS16_OPERAND), 16 token rows only, N/2 % 32 == 0
+ * when act is written. */
 cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A,
                            const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
                            const float *bias, const uint32_t *offsets, uint32_t E,
