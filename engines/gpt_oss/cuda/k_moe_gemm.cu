@@ -30,8 +30,8 @@
  * sequences, 199 against 256 at 64; but 413 against 341 at 256 (32 rows an expert,
  * TN 32), where the tiles stayed.  Since the decode takes 13 instructions for 8 values
  * instead of 21 (11 since the load-time layout) and the tokens no permutes, an H100 at
- * 64 sequences gives 154 + 94 us instead of 172 + 103, and TN 32 beats the 32-row tile at 16 rows an expert (199 + 121
- * against 246 + 140 us), so it serves up to 24 (on compute capability 9.0 up to 12, the
+ * 64 sequences gives 154 + 94 us instead of 172 + 103, and TN 32 beats the 32-row tile
+ * at 16 rows an expert (199 + 121 against 246 + 140 us), so it serves up to 24 (on compute capability 9.0 up to 12, the
  * wgmma kernel past that: k_gemm_mxfp4.cu).  The epilogue
  * is the grouped GEMM's (k_gemm.cu): plus the bias, then C fp32 or the clamped SwiGLU of
  * (gate, up) feature pairs as fp16 (the pair's partner is the next lane group's row,
@@ -59,9 +59,9 @@ __global__ void __launch_bounds__(MG_THREADS, MINB) moe_gemm_kernel(ExpertsArgs 
     /* shared rows padded so that a warp's reads meet no bank twice: the tokens' to an odd
      * multiple of 16 bytes modulo 128 (ldmatrix reads 8 rows' 16 bytes at a time) or, in
      * the operand order (X_OPERAND), to 64 (lanes g and g + 1 of a quarter warp read 16
-     * bytes each at 4 offsets t); the weights' (PADW) to 16 modulo 32 bytes (lanes g = 0..7 read 4
-     * bytes each at 4 offsets t); unpadded weights cost 2-way conflicts and save shared
-     * memory where a third block an SM needs it */
+     * bytes each at 4 offsets t); the weights' (PADW) to 16 modulo 32 bytes (lanes
+     * g = 0..7 read 4 bytes each at 4 offsets t); unpadded weights cost 2-way conflicts
+     * and save shared memory where a third block an SM needs it */
     constexpr int MG_LDX = moe_x_row<MG_BK, X_OPERAND>();
     constexpr int WLD = PADW && MG_BK / 2 % 32 == 0 ? MG_BK / 2 + 16 : MG_BK / 2;
     grid_wait(); /* see launch() in device_util.cuh */
