@@ -238,14 +238,20 @@ int main(int argc, char **argv)
                                                   sinks, T, HEADS, KVH, HD, B, 0, splits, 0));
         T_(by_blas ? "gemm o (split A, cuBLAS)" : "gemm o (split fp16 A)",
            dense(x, attn, attn_lo, wo[l], T, H, QW, 1, parts));
-        T_("rmsnorm (fp16 + fp32)", k_rmsnorm(xn, NULL, xf, x, nw, T, H, 1e-5f, 0));
+        /* the experts' tokens in the operand order where the engine's step writes them so
+         * (both products on the fragments kernel: gpt_cuda_step.cu) */
+        const bool operand = k_gemm_mxfp4_grouped_pick(E, T, T * K, 2 * I, H) == GPT_MOE_TILE_FRAGMENTS16 &&
+                             k_gemm_mxfp4_grouped_pick(E, T, T * K, H, I) == GPT_MOE_TILE_FRAGMENTS16;
+        const uint32_t moe_tile = operand ? GPT_MOE_TILE_FRAGMENTS16_OPERAND : 0;
+        T_(operand ? "rmsnorm (operand order)" : "rmsnorm (fp16 + fp32)",
+           operand ? k_rmsnorm_operand_order(xn, xf, x, nw, T, H, 1e-5f, 0) : k_rmsnorm(xn, NULL, xf, x, nw, T, H, 1e-5f, 0));
         T_("router", k_router(eids, ew, xf, wr[l], rbias, T, H, E, K, 0));
         CUDA_OK(cudaMemcpy(eids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice)); /* random again */
         T_("moe group", k_moe_group(rows, slot_of, counts, offsets, eids, T, K, E, 0));
-        T_("moe gate_up (grouped)", k_gemm_mxfp4_grouped(NULL, act, xn, rows, gub[l], gus[l], gbias, offsets, E,
-                                                         T, T * K, 2 * I, H, 1.702f, 7.0f, 0));
-        T_("moe down (grouped)", k_gemm_mxfp4_grouped(moe_out, NULL, act, NULL, dnb[l], dns[l], dbias, offsets,
-                                                      E, T, T * K, H, I, 1.702f, 7.0f, 0));
+        T_("moe gate_up (grouped)", k_gemm_mxfp4_grouped_tile(moe_tile, NULL, act, xn, rows, gub[l], gus[l], gbias,
+                                                              offsets, E, T, T * K, 2 * I, H, 1.702f, 7.0f, 0));
+        T_("moe down (grouped)", k_gemm_mxfp4_grouped_tile(moe_tile, moe_out, NULL, act, NULL, dnb[l], dns[l], dbias,
+                                                           offsets, E, T, T * K, H, I, 1.702f, 7.0f, 0));
         T_("moe combine", k_moe_combine(x, moe_out, slot_of, ew, T, K, H, 0));
         double layer = 0;
         for (int i = 0; i < n; i++)

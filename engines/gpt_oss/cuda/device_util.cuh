@@ -174,6 +174,11 @@ static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t
  * (2i, 2i + 1), (2i + 8, 2i + 9), (2i + 16, 2i + 17), (2i + 24, 2i + 25) of word i's
  * group.  (The layout saves two instructions of the 13 that the file's order takes, and
  * the three byte permutes a lane spent gathering its word: BENCHMARKS.md.) */
+/* The fp16 high bytes of the E2M1 magnitudes 0, 0.5, 1, 1.5 and of 2, 3, 4, 6: the
+ * decode's two tables. */
+#define E2M1_LO_TABLE 0x3E3C3800u
+#define E2M1_HI_TABLE 0x46444240u
+
 static __device__ __forceinline__ uint32_t e2m1x8_lo_high_bytes(uint32_t w, uint32_t lo_tab, uint32_t hi_tab)
 {
     return prmt(lo_tab, hi_tab, w & 0x77777777u) | (w & 0x80808080u); /* nibbles 0-3 */
@@ -202,8 +207,7 @@ static __device__ __forceinline__ void e2m1x8_to_half2_pairs_tab(uint32_t w, uin
 
 static __device__ __forceinline__ void e2m1x8_to_half2_pairs(uint32_t w, uint32_t out[4])
 {
-    /* the high bytes of 0, 0.5, 1, 1.5 and of 2, 3, 4, 6 */
-    e2m1x8_to_half2_pairs_tab(w, 0x3E3C3800u, 0x46444240u, out);
+    e2m1x8_to_half2_pairs_tab(w, E2M1_LO_TABLE, E2M1_HI_TABLE, out);
 }
 
 /* The same tables for the values times 2^(s-127), s in [114, 140], where every nonzero
@@ -211,12 +215,12 @@ static __device__ __forceinline__ void e2m1x8_to_half2_pairs(uint32_t w, uint32_
  * of its high byte; zero stays zero), so the decode yields the scaled values as it is. */
 static __device__ __forceinline__ uint32_t e2m1_lo_table_scaled(uint32_t s)
 {
-    return s * 0x04040400u + (0x3E3C3800u - 127u * 0x04040400u);
+    return s * 0x04040400u + (E2M1_LO_TABLE - 127u * 0x04040400u);
 }
 
 static __device__ __forceinline__ uint32_t e2m1_hi_table_scaled(uint32_t s)
 {
-    return s * 0x04040404u + (0x46444240u - 127u * 0x04040404u);
+    return s * 0x04040404u + (E2M1_HI_TABLE - 127u * 0x04040404u);
 }
 
 /* (a, b) as two fp8 e4m3 (a in the low byte), rounded to nearest even, saturating at

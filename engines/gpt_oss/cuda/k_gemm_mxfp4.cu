@@ -121,13 +121,13 @@ __global__ void __launch_bounds__(MX_THREADS, 2) mx_gemm_kernel(ExpertsArgs p)
         uint32_t bytes[4];
 #pragma unroll
         for (int w = 0; w < 4; w++)
-            bytes[w] = e2m1x8_lo_high_bytes(words[w], 0x3E3C3800u, 0x46444240u);
+            bytes[w] = e2m1x8_lo_high_bytes(words[w], E2M1_LO_TABLE, E2M1_HI_TABLE);
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             if (j == 2)
 #pragma unroll
                 for (int w = 0; w < 4; w++)
-                    bytes[w] = e2m1x8_hi_high_bytes(words[w], 0x3E3C3800u, 0x46444240u);
+                    bytes[w] = e2m1x8_hi_high_bytes(words[w], E2M1_LO_TABLE, E2M1_HI_TABLE);
             dst[j] = make_uint4(hmul2_bits(half2_of_high_bytes(bytes[0], j % 2 == 0), s2),
                                 hmul2_bits(half2_of_high_bytes(bytes[1], j % 2 == 0), s2),
                                 hmul2_bits(half2_of_high_bytes(bytes[2], j % 2 == 0), s2),

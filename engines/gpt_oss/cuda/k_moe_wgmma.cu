@@ -296,7 +296,7 @@ cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 
         return cudaErrorNotSupported;
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* 64 token rows: four stages, three blocks an SM (60 KiB of shared memory each with
-     * gpt-oss's K, 78 registers, no spill since each lane reads its word whole; 5 to 7%
+     * gpt-oss's K, 74 registers, no spill since each lane reads its word whole; 5 to 7%
      * faster than two blocks of six stages on an H100, BENCHMARKS.md); 128: four
      * stages, two blocks (92 KiB, 115 registers) */
     if (token_rows == 64)
