@@ -99,7 +99,7 @@ int main(int argc, char **argv)
     float *nw = dev<float>(H), *sinks = dev<float>(HEADS), *ew = dev<float>(TMAX * K);
     float *logits = dev<float>((size_t)TMAX * VOCAB), *xg = dev<float>((size_t)TMAX * H);
     float *parts = dev<float>(k_gemm_split_scratch_bytes(256, QKV) / 4 + 1);
-    float *shape_parts = dev<float>((size_t)GPT_GEMM_SPLITS_MAX * TMAX * QKV); /* the shapes' sweep */
+    float *shape_parts = dev<float>((size_t)GPT_GEMM_WGMMA_SPLITS_MAX * TMAX * QKV); /* the shapes' sweeps */
     float *asplit = dev<float>(k_attention_paged_scratch_floats(TMAX, HEADS, HD));
     f16 *xn = dev<f16>((size_t)TMAX * H), *xn_lo = dev<f16>((size_t)TMAX * H);
     f16 *attn = dev<f16>((size_t)TMAX * QW), *attn_lo = dev<f16>((size_t)TMAX * QW);
@@ -172,12 +172,21 @@ int main(int argc, char **argv)
     BlasGemm *blas = blas_gemm_open(blas_why, sizeof blas_why);
     if (!blas)
         printf("cuBLAS: not used (%s)\n", blas_why);
-    /* a dense product as the engine's step runs it (gpt_cuda_step.cu): cuBLAS where it is
-     * there, else k_gemm_f16 */
+    /* a dense product as the engine's step runs it (gpt_cuda_step.cu's dense()): the wgmma
+     * kernel up to 64 rows on Hopper, cuBLAS where it is there, else k_gemm_f16 */
+    const bool wgmma = k_wgmma_available();
+    auto by_wgmma = [&](uint32_t M, float *scratch) { return wgmma && scratch && M <= 64; };
     auto dense = [&](float *C, const f16 *A, const f16 *A_lo, const f16 *Bw, uint32_t M, uint32_t N,
                      uint32_t Kd, int acc, float *scratch) {
+        if (by_wgmma(M, scratch))
+            return k_gemm_f16_wgmma(0, C, A, A_lo, Bw, NULL, M, N, Kd, acc, scratch, 0);
         return blas && blas_gemm_preferred(M, scratch != NULL) ? blas_gemm_f16(blas, C, A, A_lo, Bw, NULL, M, N, Kd, acc, 0)
                     : k_gemm_f16(C, A, A_lo, Bw, NULL, M, N, Kd, acc, scratch, 0);
+    };
+    auto dense_label = [&](char (&label)[48], uint32_t M, const char *what) {
+        snprintf(label, sizeof label, "gemm %s (split A%s)", what,
+                 by_wgmma(M, parts) ? ", wgmma" : blas && blas_gemm_preferred(M, true) ? ", cuBLAS" : "");
+        return (const char *)label;
     };
     /* the dense products in every shape k_gemm_f16_shape takes (tile rows x parts of K)
      * against the one k_gemm_f16 picks, µs a launch */
@@ -229,15 +238,15 @@ int main(int argc, char **argv)
         struct { const char *name; double us; } r[16];
         int n = 0;
 #define T_(label, call) r[n++] = {label, time_us([&](uint32_t l) { (void)l; return (call); })}
-        T_("rmsnorm (split fp16)", k_rmsnorm(xn, xn_lo, NULL, x, nw, T, H, 1e-5f, 0));
-        const bool by_blas = blas && blas_gemm_preferred(T, true);
-        T_(by_blas ? "gemm qkv (split A, cuBLAS)" : "gemm qkv (split fp16 A)",
-           dense(qkv, xn, xn_lo, wqkv[l], T, QKV, H, 0, parts));
+        /* a layer as the engine's step runs it (gpt_cuda_step.cu's forward()): its
+         * attention norm comes with the layer before's experts' sum (the first layer's
+         * own norm, one launch a step, is not counted) */
+        char qkv_label[48], o_label[48];
+        T_(dense_label(qkv_label, T, "qkv"), dense(qkv, xn, xn_lo, wqkv[l], T, QKV, H, 0, parts));
         T_("rope + paged kv write", k_rope_kv_paged(qkv, kv16, dtok, 0, cs, T, HEADS, KVH, HD, B, 0));
         T_("attention (paged)", k_attention_paged(attn, attn_lo, NULL, asplit, qkv, kv16, dtok, dtables, 0,
                                                   sinks, T, HEADS, KVH, HD, B, 0, splits, 0));
-        T_(by_blas ? "gemm o (split A, cuBLAS)" : "gemm o (split fp16 A)",
-           dense(x, attn, attn_lo, wo[l], T, H, QW, 1, parts));
+        T_(dense_label(o_label, T, "o"), dense(x, attn, attn_lo, wo[l], T, H, QW, 1, parts));
         /* the experts' tokens in the operand order where the engine's step writes them so
          * (both products on the fragments kernel: gpt_cuda_step.cu) */
         const bool operand = k_gemm_mxfp4_grouped_pick(E, T, T * K, 2 * I, H) == GPT_MOE_TILE_FRAGMENTS16 &&
@@ -252,7 +261,7 @@ int main(int argc, char **argv)
                                                               offsets, E, T, T * K, 2 * I, H, 1.702f, 7.0f, 0));
         T_("moe down (grouped)", k_gemm_mxfp4_grouped_tile(moe_tile, moe_out, NULL, act, NULL, dnb[l], dns[l], dbias,
                                                            offsets, E, T, T * K, H, I, 1.702f, 7.0f, 0));
-        T_("moe combine", k_moe_combine(x, moe_out, slot_of, ew, T, K, H, 0));
+        T_("moe combine + next rmsnorm", k_moe_combine_rmsnorm(x, moe_out, slot_of, ew, T, K, H, xn, xn_lo, nw, 1e-5f, 0));
         double layer = 0;
         for (int i = 0; i < n; i++)
             layer += r[i].us;
@@ -277,7 +286,7 @@ int main(int argc, char **argv)
         printf("  experts' products by tile (us/launch): ");
         for (uint32_t tile : {GPT_MOE_TILE_FRAGMENTS16, GPT_MOE_TILE_FRAGMENTS32, GPT_MOE_TILE_WGMMA64,
                               GPT_MOE_TILE_WGMMA128, GPT_MOE_TILE_FRAGMENTS16_OPERAND, 32u, 64u, 128u}) {
-            if ((tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_moe_wgmma_available())
+            if ((tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_wgmma_available())
                 continue; /* Hopper's only */
             double gu = time_us([&](uint32_t l) {
                 return k_gemm_mxfp4_grouped_tile(tile, NULL, act, xn, rows, gub[l], gus[l], gbias, offsets,
@@ -298,6 +307,19 @@ int main(int argc, char **argv)
         double o_ns = time_us([&](uint32_t l) { return k_gemm_f16(x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, NULL, 0); });
         printf("  gemm qkv + o (us/launch): fp16 A only %.1f + %.1f; split A, K never split %.1f + %.1f\n",
                qkv1, o1, qkv_ns, o_ns);
+        if (wgmma && T <= 64) { /* the wgmma kernel's parts of K: its pick (0), then each */
+            printf("  gemm qkv + o on wgmma, split A, by parts of K (us/launch):");
+            for (uint32_t sp : {0u, 1u, 2u, 4u, 6u, 8u, 11u, 16u}) {
+                double q = time_us([&](uint32_t l) {
+                    return k_gemm_f16_wgmma(sp, qkv, xn, xn_lo, wqkv[l], NULL, T, QKV, H, 0, shape_parts, 0);
+                });
+                double o = time_us([&](uint32_t l) {
+                    return k_gemm_f16_wgmma(sp, x, attn, attn_lo, wo[l], NULL, T, H, QW, 1, shape_parts, 0);
+                });
+                printf(" %s%u %.1f + %.1f;", sp ? "" : "pick ", sp, q, o);
+            }
+            printf("\n");
+        }
         /* the large tile (128 rows of 4 warps) against the 8 warps it replaced, where a
          * product takes it: lm_head over the step's rows, QKV and O past 256 rows */
         double lm4 = time_us([&](uint32_t l) { (void)l; return k_gemm_f16(logits, xn, NULL, lm, NULL, LR, VOCAB, H, 0, NULL, 0); });

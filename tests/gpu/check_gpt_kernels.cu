@@ -358,6 +358,35 @@ static void check_gemm_shape(uint32_t M, uint32_t N, uint32_t K, uint32_t bm, ui
     report("k_gemm_f16_shape", what, rel_l2(got.data(), c.want.data(), c.want.size()), 1e-5);
 }
 
+/* k_gemm_f16_wgmma (Hopper): split fp16 A accumulated onto C with the bias, K in
+ * `splits` parts (0: its pick); then fp16 A alone onto nothing, K whole */
+static void check_gemm_wgmma(uint32_t M, uint32_t N, uint32_t K, uint32_t splits)
+{
+    if (!k_wgmma_available()) {
+        printf("%-26s %-44s (not checked: not compute capability 9.0)\n", "k_gemm_f16_wgmma", "");
+        return;
+    }
+    SplitCase c(M, N, K);
+    float *dC = upload(c.c0), *dbias = upload(c.bias);
+    float *dparts = dev<float>((size_t)GPT_GEMM_WGMMA_SPLITS_MAX * M * N);
+    f16 *dB = reinterpret_cast<f16 *>(upload(c.bb)), *dhi = reinterpret_cast<f16 *>(upload(c.ahi));
+    check(k_gemm_f16_wgmma(splits, dC, dhi, reinterpret_cast<f16 *>(upload(c.alo)), dB, dbias, M, N, K, 1, dparts, 0),
+          "k_gemm_f16_wgmma");
+    auto got = download(dC, (size_t)M * N);
+    char what[96];
+    snprintf(what, sizeof what, "M %u, N %u, K %u, split fp16 A, accumulate, %u parts%s", M, N, K, splits,
+             splits ? "" : " (its pick)");
+    report("k_gemm_f16_wgmma", what, rel_l2(got.data(), c.want.data(), c.want.size()), 1e-5);
+    std::vector<float> hi_f(c.ahi.size()), want;
+    for (size_t i = 0; i < c.ahi.size(); i++)
+        hi_f[i] = __half2float(__ushort_as_half(c.ahi[i]));
+    cpu_linear(want, hi_f, M, c.bb, N, K, NULL);
+    check(k_gemm_f16_wgmma(1, dC, dhi, NULL, dB, NULL, M, N, K, 0, NULL, 0), "k_gemm_f16_wgmma");
+    got = download(dC, (size_t)M * N);
+    snprintf(what, sizeof what, "M %u, N %u, K %u, fp16 A, K whole", M, N, K);
+    report("k_gemm_f16_wgmma", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
+}
+
 /* blas_gemm_f16 (cuBLAS, where the machine has it): split fp16 A, accumulated onto C,
  * with the bias; and fp16 A alone onto nothing */
 static void check_blas_gemm(uint32_t M, uint32_t N, uint32_t K)
@@ -477,7 +506,7 @@ static float swiglu_ref(float g, float u)
  * rows a block, the widest products and several blocks an expert; elsewhere the 64- and
  * 128-row tiles), 600 of 128 experts about 19 (on Hopper the wgmma kernel's 64 rows,
  * elsewhere fragments, 32 rows).  Every tile runs on
- * the same products; the wgmma ones only where k_moe_wgmma_available(). */
+ * the same products; the wgmma ones only where k_wgmma_available(). */
 static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false, uint32_t width = 2880)
 {
     const uint32_t k = 4, H = width, I = width;
@@ -544,7 +573,7 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
                               GPT_MOE_TILE_WGMMA128, 32, 64, 128, 0};
     std::vector<float> act;
     auto skipped = [&](uint32_t tile) {
-        return ((tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_moe_wgmma_available()) ||
+        return ((tile == GPT_MOE_TILE_WGMMA64 || tile == GPT_MOE_TILE_WGMMA128) && !k_wgmma_available()) ||
                (tile == GPT_MOE_TILE_FRAGMENTS32 && width % 320); /* its steps of 160 */
     };
     for (uint32_t tile : tiles) { /* each run on a poisoned output (0xFFFF: fp16 NaN) */
@@ -631,6 +660,23 @@ static void check_moe_prefill(uint32_t T, uint32_t E, bool normal_scales = false
                 want[(size_t)t * H + h] += w[t * k + j] * out[(size_t)slot[t * k + j] * H + h];
     snprintf(what, sizeof what, "%u tokens", T);
     report("k_moe_combine", what, rel_l2(got.data(), want.data(), want.size()), 1e-6);
+
+    /* the combine with the next norm in one launch: x and the split fp16 norm the same
+     * bits as k_moe_combine then k_rmsnorm give */
+    auto nw = random_f32(H, 1.5f);
+    float *dnw = upload(nw), *dx2 = upload(x0);
+    f16 *hi1 = dev<f16>((size_t)T * H), *lo1 = dev<f16>((size_t)T * H);
+    f16 *hi2 = dev<f16>((size_t)T * H), *lo2 = dev<f16>((size_t)T * H);
+    check(k_rmsnorm(hi1, lo1, NULL, dxr, dnw, T, H, 1e-5f, 0), "k_rmsnorm");
+    check(k_moe_combine_rmsnorm(dx2, dout, dslot, dw, T, k, H, hi2, lo2, dnw, 1e-5f, 0), "k_moe_combine_rmsnorm");
+    auto x1 = download(dxr, (size_t)T * H), x2 = download(dx2, (size_t)T * H);
+    auto h1 = download(reinterpret_cast<uint16_t *>(hi1), (size_t)T * H), h2 = download(reinterpret_cast<uint16_t *>(hi2), (size_t)T * H);
+    auto l1 = download(reinterpret_cast<uint16_t *>(lo1), (size_t)T * H), l2 = download(reinterpret_cast<uint16_t *>(lo2), (size_t)T * H);
+    size_t differ = 0;
+    for (size_t i = 0; i < x1.size(); i++)
+        differ += memcmp(&x1[i], &x2[i], sizeof(float)) != 0 || h1[i] != h2[i] || l1[i] != l2[i];
+    snprintf(what, sizeof what, "%u tokens: values unlike the two kernels'", T);
+    report("k_moe_combine_rmsnorm", what, (double)differ, 0);
 }
 
 /* The decode step's experts: their fp16 inputs in the operand order (kernels.cuh); the
@@ -1317,6 +1363,17 @@ int main()
     check_gemm_shape(100, 2880, 4096, 128, 3);
     check_gemm_shape(256, 5120, 2880, 32, 8);
     check_gemm_shape(37, 392, 2880, 64, 1);
+    /* the wgmma kernel of steps of up to 64 rows: gpt-oss's QKV and O, every width of
+     * its products (rows to 16, 32, 48, 64), a last block of half its weight rows (N
+     * 2880), N not a multiple of 16, and K in each number of parts */
+    check_gemm_wgmma(64, 5120, 2880, 0);
+    check_gemm_wgmma(64, 2880, 4096, 0);
+    check_gemm_wgmma(1, 5120, 2880, 0);
+    check_gemm_wgmma(13, 2880, 4096, 0);
+    check_gemm_wgmma(32, 392, 2880, 0);
+    check_gemm_wgmma(47, 5120, 2880, 16);
+    check_gemm_wgmma(50, 2888, 640, 3);
+    check_gemm_wgmma(64, 136, 64, 1);
     check_blas_gemm(7, 64, 64);
     check_blas_gemm(256, 5120, 2880);
     check_blas_gemm(300, 2880, 4096);
@@ -1335,7 +1392,7 @@ int main()
     check_moe_prefill(1200, 32, true);
     check_moe_prefill(600, 128); /* gpt-oss-120b */
     check_moe_prefill(16, 8, false, 192); /* K not a multiple of 320: the fragments kernel's steps of 64 */
-    if (!k_moe_wgmma_available())
+    if (!k_wgmma_available())
         printf("%-26s %-44s (not checked: compute capability is not 9.0)\n", "k_moe_gemm_wgmma", "tiles 18, 19");
     {   /* the scale folded into the E2M1 decode's tables, against decode times scale */
         uint32_t *bad = dev<uint32_t>(1);

@@ -95,6 +95,9 @@ struct gpt_cuda {
      * batch_invariant or the load option "cublas": 0, through k_gemm.cu; dense_by says
      * which. */
     BlasGemm *blas;
+    /* QKV and the output projection of steps of up to 64 rows on Hopper (but with
+     * batch_invariant): k_gemm_wgmma.cu, before cuBLAS or k_gemm.cu */
+    bool wgmma;
     char dense_by[200];
     /* every device allocation, for freeing and for counting */
     void **allocs;

@@ -472,10 +472,12 @@ static void open_dense(gpt_cuda *g, const gpt_cuda_params *p)
         snprintf(why, sizeof why, "its workspace would pass the VRAM budget");
     else if ((g->blas = blas_gemm_open(why, sizeof why)) != NULL)
         g->vram += BLAS_GEMM_WORKSPACE_BYTES;
+    g->wgmma = !g->invariant && k_wgmma_available();
+    const char *few = g->wgmma ? "; QKV and O of up to 64 rows the engine's wgmma kernel" : "";
     if (g->blas)
-        snprintf(g->dense_by, sizeof g->dense_by, "cuBLAS");
+        snprintf(g->dense_by, sizeof g->dense_by, "cuBLAS%s", few);
     else
-        snprintf(g->dense_by, sizeof g->dense_by, "the engine's kernels (%s)", why);
+        snprintf(g->dense_by, sizeof g->dense_by, "the engine's kernels (%s)%s", why, few);
 }
 
 /* The paged KV cache: the sliding pool holds the window (and a step's chunk) of every

@@ -80,13 +80,16 @@ static bool experts_in_operand_order(const gpt_cuda *g, uint32_t T)
            k_gemm_mxfp4_grouped_pick(E, T, pairs, c->hidden, c->inter) == GPT_MOE_TILE_FRAGMENTS16;
 }
 
-/* A dense product of a multi-token step (k_gemm_f16's contract): cuBLAS where the model
- * opened it and blas_gemm_preferred says so (split_scratch: a product whose K
- * k_gemm_f16 may split, QKV and O; lm_head passes none), else the engine's kernels. */
+/* A dense product of a multi-token step (k_gemm_f16's contract): up to 64 rows on Hopper
+ * the wgmma kernel (split_scratch: a product whose K may be split, QKV and O; lm_head
+ * and the batch-invariant option pass none); cuBLAS where the model opened it and
+ * blas_gemm_preferred says so; else the engine's mma.sync kernels. */
 static cudaError_t dense(const gpt_cuda *g, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
                          const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
                          float *split_scratch, cudaStream_t st)
 {
+    if (g->wgmma && split_scratch && M <= 64 && K % 64 == 0)
+        return k_gemm_f16_wgmma(0, C, A, A_lo, B, bias, M, N, K, accumulate, split_scratch, st);
     if (g->blas && blas_gemm_preferred(M, split_scratch != NULL))
         return blas_gemm_f16(g->blas, C, A, A_lo, B, bias, M, N, K, accumulate, st);
     return k_gemm_f16(C, A, A_lo, B, bias, M, N, K, accumulate, split_scratch, st);
@@ -105,10 +108,12 @@ static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
     const bool operand = experts_in_operand_order(g, T);
     const uint32_t experts_tile = operand ? GPT_MOE_TILE_FRAGMENTS16_OPERAND : 0;
     CK(k_embed(b->x, g->embed, b->ids, T, H, st));
+    /* the first layer's attention norm; each later one's comes with the layer before's
+     * experts' sum (k_moe_combine_rmsnorm) */
+    CK(k_rmsnorm(b->xn, b->xn_lo, NULL, b->x, g->layers[0].attn_norm, T, H, eps, st));
     for (uint32_t l = 0; l < c->layers; l++) {
         const DevLayer *L = &g->layers[l];
         uint32_t keys = L->window && L->window < max_pos + 1 ? L->window : max_pos + 1;
-        CK(k_rmsnorm(b->xn, b->xn_lo, NULL, b->x, L->attn_norm, T, H, eps, st));
         CK(dense(g, b->qkv, b->xn, b->xn_lo, L->wqkv, L->bqkv, T, qkv_width(c), H, 0, split_k,
                  st));
         CK(k_rope_kv_paged(b->qkv, L->kv, b->tok, L->which, g->cos_sin, T, c->heads,
@@ -128,7 +133,11 @@ static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
                         L->gu_bias, T, 2 * c->inter, H, st));
         CK(experts_gemm(g, experts_tile, b->moe_out, NULL, b->act, NULL, L->dn_blocks, L->dn_scales,
                         L->dn_bias, T, H, c->inter, st));
-        CK(k_moe_combine(b->x, b->moe_out, b->slot_of, b->ew, T, k, H, st));
+        if (l + 1 < c->layers) /* xn is free: the experts' products have read it */
+            CK(k_moe_combine_rmsnorm(b->x, b->moe_out, b->slot_of, b->ew, T, k, H, b->xn, b->xn_lo,
+                                     g->layers[l + 1].attn_norm, eps, st));
+        else
+            CK(k_moe_combine(b->x, b->moe_out, b->slot_of, b->ew, T, k, H, st));
     }
     return cudaSuccess;
 }

@@ -275,7 +275,20 @@ static uint32_t k_splits(uint32_t M, uint32_t N, uint32_t K, uint32_t bm)
 
 size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N)
 {
-    return M <= 4 * SMALL_ROWS ? (size_t)SPLITS_PICKED * M * N * sizeof(float) : 0;
+    /* up to 64 rows, also the parts k_gemm_f16_wgmma may pick */
+    size_t parts = M <= 64 ? GPT_GEMM_WGMMA_SPLITS_MAX : SPLITS_PICKED;
+    return M <= 4 * SMALL_ROWS ? parts * M * N * sizeof(float) : 0;
+}
+
+cudaError_t k_gemm_sum_parts(float *C, const float *parts, const float *bias, uint32_t M, uint32_t N,
+                             uint32_t splits, int accumulate, cudaStream_t s)
+{
+    size_t mn = (size_t)M * N;
+    if (mn == 0 || splits == 0)
+        return cudaErrorInvalidValue;
+    LAUNCH(gemm_sum_parts_kernel, (unsigned)((mn + 255) / 256), 256, 0, s, C, parts, bias, M, N, splits,
+           accumulate);
+    return cudaGetLastError();
 }
 
 /* The product in tiles of bm rows (128: the large tile, of 8 warps when large8), K in
@@ -298,10 +311,7 @@ static cudaError_t run_shape(GemmArgs a, uint32_t bm, bool large8, uint32_t spli
         e = lo ? launch<true, Tile32>(a, grid, s) : launch<false, Tile32>(a, grid, s);
     if (e != cudaSuccess || splits == 1)
         return e;
-    size_t mn = (size_t)a.M * a.N;
-    LAUNCH(gemm_sum_parts_kernel, (unsigned)((mn + 255) / 256), 256, 0, s, a.C, a.parts, a.bias, a.M,
-           a.N, splits, a.accumulate);
-    return cudaGetLastError();
+    return k_gemm_sum_parts(a.C, a.parts, a.bias, a.M, a.N, splits, a.accumulate, s);
 }
 
 static GemmArgs gemm_args(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,

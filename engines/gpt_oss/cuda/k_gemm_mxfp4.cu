@@ -273,7 +273,7 @@ uint32_t k_gemm_mxfp4_grouped_pick(uint32_t E, uint32_t max_rows, uint32_t pairs
      * expert's weights decoded about once, and many (prefill) 128-row tiles, the weights
      * read and decoded once per 128 rows */
     uint32_t mean = E ? (pairs + E - 1) / E : 0;
-    if (N % 16 == 0 && k_moe_wgmma_available())
+    if (N % 16 == 0 && k_wgmma_available())
         return mean <= FEW_ROWS       ? GPT_MOE_TILE_FRAGMENTS16
                : mean <= WGMMA64_MEAN ? GPT_MOE_TILE_WGMMA64
                                       : GPT_MOE_TILE_WGMMA128;

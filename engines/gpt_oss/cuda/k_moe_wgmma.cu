@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(MW_THREADS, MINB) moe_wgmma_kernel(ExpertsArgs
             store_feature_output(p, e, slot0, rows, n0 + r0 + (j < 2 ? 0 : 8), m0 + nt * 8 + 2 * t + (j & 1),
                                  acc[4 * nt + j], g);
 #else
-    __trap(); /* built without sm_90a: k_moe_wgmma_available() keeps it from being launched */
+    __trap(); /* built without sm_90a: k_wgmma_available() keeps it from being launched */
 #endif
 }
 
@@ -266,7 +266,7 @@ static cudaError_t mw_launch(const ExpertsArgs &a, uint32_t E, uint32_t max_rows
     return cudaGetLastError();
 }
 
-bool k_moe_wgmma_available(void)
+bool k_wgmma_available(void)
 {
     static std::atomic<int> known[64]; /* per device: 0 unknown, 1 yes, 2 no */
     int dev = 0;
@@ -292,7 +292,7 @@ cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 
 {
     if (K % 64 || N % 16 || max_rows == 0 || E == 0 || K > 12288 || (token_rows != 64 && token_rows != 128))
         return cudaErrorInvalidValue;
-    if (!k_moe_wgmma_available())
+    if (!k_wgmma_available())
         return cudaErrorNotSupported;
     ExpertsArgs a = {C, act, A, a_rows, blocks, scales, bias, offsets, N, K, alpha, limit};
     /* 64 token rows: four stages, three blocks an SM (60 KiB of shared memory each with

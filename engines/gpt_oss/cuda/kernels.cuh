@@ -228,6 +228,12 @@ cudaError_t k_router_decode(int32_t *ids, float *weights, f16 *x_operand, const 
 /* x[t][h] += sum_j w[t][j] * out[slot[t][j]][h] (the experts' outputs, in a fixed order). */
 cudaError_t k_moe_combine(float *x, const float *out, const int32_t *slot, const float *w,
                           uint32_t T, uint32_t k, uint32_t H, cudaStream_t s);
+/* k_moe_combine, then out_h + out_lo = k_rmsnorm's split fp16 of the new x with norm_w
+ * (the next layer's attention norm), bit for bit as the two kernels give it, in one
+ * launch (k_norm.cu). */
+cudaError_t k_moe_combine_rmsnorm(float *x, const float *out, const int32_t *slot, const float *w, uint32_t T,
+                                  uint32_t k, uint32_t H, f16 *out_h, f16 *out_lo, const float *norm_w, float eps,
+                                  cudaStream_t s);
 /* Groups the T*k (token, expert) pairs by expert: counts[E], offsets[E+1], the token of
  * every slot (rows[slot]) and the slot of every pair (slot_of[t*k+j]). */
 cudaError_t k_moe_group(int32_t *rows, int32_t *slot_of, uint32_t *counts, uint32_t *offsets,
@@ -296,6 +302,21 @@ cudaError_t k_gemm_f16_tile(uint32_t tile, float *C, const f16 *A, const f16 *A_
 cudaError_t k_gemm_f16_shape(uint32_t bm, uint32_t splits, float *C, const f16 *A, const f16 *A_lo,
                              const f16 *B, const float *bias, uint32_t M, uint32_t N, uint32_t K,
                              int accumulate, float *split_scratch, cudaStream_t s);
+/* C[m][n] = the sum over z < splits of parts[z][m][n], in order, + bias[n] (may be NULL),
+ * onto C when accumulate: the end of a product whose K was split. */
+cudaError_t k_gemm_sum_parts(float *C, const float *parts, const float *bias, uint32_t M, uint32_t N,
+                             uint32_t splits, int accumulate, cudaStream_t s);
+/* k_gemm_f16's product for a step of few rows (M <= 64) on Hopper's warpgroup matrix
+ * instructions (k_gemm_wgmma.cu): K % 64 == 0, N % 8 == 0.  K in `splits` parts (0: the
+ * kernel's pick when a split_scratch is given, else 1; at most GPT_GEMM_WGMMA_SPLITS_MAX,
+ * more than one needs splits * M * N floats of scratch, which k_gemm_split_scratch_bytes
+ * covers for the pick).  cudaErrorNotSupported but where k_wgmma_available() says yes;
+ * other shapes are cudaErrorInvalidValue.  Its order of sums depends on the rows (the
+ * products' width): the batch-invariant option keeps to k_gemm_f16. */
+#define GPT_GEMM_WGMMA_SPLITS_MAX 16u
+cudaError_t k_gemm_f16_wgmma(uint32_t splits, float *C, const f16 *A, const f16 *A_lo, const f16 *B,
+                             const float *bias, uint32_t M, uint32_t N, uint32_t K, int accumulate,
+                             float *split_scratch, cudaStream_t s);
 /* The experts' products, grouped: for expert e, the slots offsets[e]..offsets[e+1],
  * whose A rows are A[a_rows[slot]] (or A[slot] when a_rows is NULL), times expert e's
  * MXFP4 matrix [N][K] (blocks + e * N * K/2, scales + e * N * K/32), plus its bias
@@ -349,11 +370,11 @@ cudaError_t k_moe_gemm_few(uint32_t token_rows, float *C, f16 *act, const f16 *A
                            bool operand_order, cudaStream_t s);
 /* The same on Hopper's warpgroup matrix instructions (k_moe_wgmma.cu), token_rows (64 or
  * 128) of an expert a block; cudaErrorNotSupported but on compute capability 9.0, which
- * k_moe_wgmma_available() tells.  N % 16 == 0, K % 64 == 0, K <= 12288; other shapes
+ * k_wgmma_available() tells.  N % 16 == 0, K % 64 == 0, K <= 12288; other shapes
  * are cudaErrorInvalidValue.  k_e2m1_scaled_tables_check (for the kernel check) counts
  * into *mismatches (device memory) the sampled words whose decode with the scale folded
  * into the tables (s in [114, 140]) differs from the decode times the scale. */
-bool k_moe_wgmma_available(void);
+bool k_wgmma_available(void);
 cudaError_t k_moe_gemm_wgmma(uint32_t token_rows, float *C, f16 *act, const f16 *A,
                              const int32_t *a_rows, const uint8_t *blocks, const uint8_t *scales,
                              const float *bias, const uint32_t *offsets, uint32_t E,
