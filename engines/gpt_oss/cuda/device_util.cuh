@@ -292,6 +292,20 @@ static cudaError_t allow_dynamic_smem(SmemAllowance &allowed, Kernel kernel, siz
     return cudaSuccess;
 }
 
+/* The current device's SM count (1 where it cannot be read), asked once: a model's
+ * worker drives one GPU.  The products of few rows size their splits of K by it. */
+static inline uint32_t sm_count(void)
+{
+    static int sms;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 1;
+    }
+    return (uint32_t)sms;
+}
+
 /* ---- tensor cores ---------------------------------------------------------------------- */
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)

@@ -251,18 +251,6 @@ __global__ void gemm_sum_parts_kernel(float *C, const float *parts, const float 
     C[i] = accumulate ? C[i] + v : v;
 }
 
-static uint32_t sm_count(void)
-{
-    static int sms;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-    }
-    return (uint32_t)sms;
-}
-
 /* The split of K for tiles of bm rows: the parts nearest to 2 blocks per SM in all (one
  * wave: the step bench's sweep of shapes on an H100, BENCHMARKS.md). */
 static uint32_t k_splits(uint32_t M, uint32_t N, uint32_t K, uint32_t bm)

@@ -220,15 +220,8 @@ static cudaError_t gw_launch_width(const DenseArgs &a, dim3 grid, cudaStream_t s
  * part at least GW_MIN_STEPS k-steps. */
 static uint32_t gw_splits(uint32_t N, uint32_t K)
 {
-    static int sms;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-    }
     uint32_t tiles = (N + GW_ROWS - 1) / GW_ROWS;
-    uint32_t want = 2 * (uint32_t)sms / tiles, most = K / GW_BK / GW_MIN_STEPS;
+    uint32_t want = 2 * sm_count() / tiles, most = K / GW_BK / GW_MIN_STEPS;
     want = want < most ? want : most;
     return want < 1 ? 1 : want > GPT_GEMM_WGMMA_SPLITS_MAX ? GPT_GEMM_WGMMA_SPLITS_MAX : want;
 }
