@@ -387,6 +387,23 @@ static void check_gemm_wgmma(uint32_t M, uint32_t N, uint32_t K, uint32_t splits
     report("k_gemm_f16_wgmma", what, rel_l2(got.data(), want.data(), want.size()), 1e-5);
 }
 
+/* The engine sizes its split scratch once, for its most rows a step: the scratch of M rows
+ * must serve every step of fewer, whose wgmma products may take up to
+ * GPT_GEMM_WGMMA_SPLITS_MAX parts (a scratch of 65 rows once held fewer bytes than one of
+ * 64 needs) */
+static void check_split_scratch_sizes()
+{
+    size_t short_steps = 0;
+    for (uint32_t N : {136u, 2880u, 5120u})
+        for (uint32_t M = 1; M <= 256; M++) {
+            size_t have = k_gemm_split_scratch_bytes(M, N);
+            size_t wgmma = (size_t)GPT_GEMM_WGMMA_SPLITS_MAX * (M < 64 ? M : 64) * N * sizeof(float);
+            short_steps += have < wgmma || (M > 1 && have < k_gemm_split_scratch_bytes(M - 1, N));
+        }
+    report("k_gemm_split_scratch_bytes", "row counts whose scratch is short of fewer rows' need",
+           (double)short_steps, 0);
+}
+
 /* blas_gemm_f16 (cuBLAS, where the machine has it): split fp16 A, accumulated onto C,
  * with the bias; and fp16 A alone onto nothing */
 static void check_blas_gemm(uint32_t M, uint32_t N, uint32_t K)
@@ -1374,6 +1391,7 @@ int main()
     check_gemm_wgmma(47, 5120, 2880, 16);
     check_gemm_wgmma(50, 2888, 640, 3);
     check_gemm_wgmma(64, 136, 64, 1);
+    check_split_scratch_sizes();
     check_blas_gemm(7, 64, 64);
     check_blas_gemm(256, 5120, 2880);
     check_blas_gemm(300, 2880, 4096);

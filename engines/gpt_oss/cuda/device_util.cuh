@@ -292,16 +292,18 @@ static cudaError_t allow_dynamic_smem(SmemAllowance &allowed, Kernel kernel, siz
     return cudaSuccess;
 }
 
-/* The current device's SM count (1 where it cannot be read), asked once: a model's
- * worker drives one GPU.  The products of few rows size their splits of K by it. */
+/* The current device's SM count (1 where it cannot be read), asked once per device.  The
+ * products of few rows size their splits of K by it. */
 static inline uint32_t sm_count(void)
 {
-    static int sms;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    static std::atomic<int> known[64]; /* per device: 0 unknown */
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return 1;
+    if ((sms = known[dev].load(std::memory_order_relaxed)) == 0) {
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
             sms = 1;
+        known[dev].store(sms, std::memory_order_relaxed);
     }
     return (uint32_t)sms;
 }

@@ -36,7 +36,8 @@ struct StepBuf {
     float *x, *xf, *qkv, *moe_out; /* xf: normed fp32 (the router's input) */
     f16 *xn, *xn_lo, *attn, *attn_lo, *act; /* *_lo: with xn, attn the split fp16 of the
                                                attention block (kernels.cuh) */
-    float *gemm_parts;  /* k_gemm_f16's split scratch for the attention block's products */
+    float *gemm_parts;  /* the split scratch of the attention block's products (k_gemm_f16,
+                           k_gemm_f16_wgmma) */
     float *attn_split;  /* k_attention_paged's split scratch */
     int32_t *eids, *rows, *slot_of;
     float *ew;
@@ -91,14 +92,15 @@ struct gpt_cuda {
     bool invariant;
     /* The dense products of steps of several tokens: where the machine has cuBLAS
      * (blas_gemm.cu), QKV and the output projection from 65 rows and lm_head at any
-     * rows go through it (gpt_cuda_step.cu's dense()), the rest, or all with
-     * batch_invariant or the load option "cublas": 0, through k_gemm.cu; dense_by says
-     * which. */
+     * rows go through it (gpt_cuda_step.cu's dense()); QKV and O of up to 64 rows on
+     * Hopper through k_gemm_wgmma.cu (wgmma below); the rest, or all with
+     * batch_invariant, through k_gemm.cu, as without cuBLAS or with the load option
+     * "cublas": 0; dense_by says which. */
     BlasGemm *blas;
     /* QKV and the output projection of steps of up to 64 rows on Hopper (but with
      * batch_invariant): k_gemm_wgmma.cu, before cuBLAS or k_gemm.cu */
     bool wgmma;
-    char dense_by[200];
+    char dense_by[320]; /* the reason (160) and the wgmma note fit */
     /* every device allocation, for freeing and for counting */
     void **allocs;
     size_t n_allocs, cap_allocs;

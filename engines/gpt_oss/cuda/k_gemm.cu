@@ -1,5 +1,6 @@
 /* The dense matrix products of the gpt-oss step on tensor cores (QKV, the output
- * projection, lm_head): a 128x128 output tile per block of 4 warps (each 64x64: 8
+ * projection, lm_head; on Hopper QKV and O of up to 64 rows are k_gemm_wgmma.cu's, and
+ * where the machine has cuBLAS most of the rest are blas_gemm.cu's): a 128x128 output tile per block of 4 warps (each 64x64: 8
  * fragment loads a step of 16 for 32 mma), or 64 or 32 rows by 128 with 8 warps (each
  * 32x32 or 32x16) when the rows are few (a short prompt, a step of few sequences, the
  * last rows' logits); K through a cp.async pipeline (steps of 32, 4 stages for the large
@@ -263,9 +264,12 @@ static uint32_t k_splits(uint32_t M, uint32_t N, uint32_t K, uint32_t bm)
 
 size_t k_gemm_split_scratch_bytes(uint32_t M, uint32_t N)
 {
-    /* up to 64 rows, also the parts k_gemm_f16_wgmma may pick */
-    size_t parts = M <= 64 ? GPT_GEMM_WGMMA_SPLITS_MAX : SPLITS_PICKED;
-    return M <= 4 * SMALL_ROWS ? parts * M * N * sizeof(float) : 0;
+    if (M > 4 * SMALL_ROWS)
+        return 0;
+    /* the parts of k_gemm_f16's pick, and of k_gemm_f16_wgmma's for any step of up to 64
+     * rows: a scratch for M rows serves every step of fewer */
+    size_t rows = (size_t)SPLITS_PICKED * M, few = (size_t)GPT_GEMM_WGMMA_SPLITS_MAX * (M < 64 ? M : 64);
+    return (rows > few ? rows : few) * N * sizeof(float);
 }
 
 cudaError_t k_gemm_sum_parts(float *C, const float *parts, const float *bias, uint32_t M, uint32_t N,

@@ -281,7 +281,8 @@ size_t k_moe_down_scratch_bytes(uint32_t k, uint32_t H);
  * accumulate), A f16, or split fp16 when A_lo is not NULL (A + A_lo: two products).
  * Tensor cores (mma.sync f16, fp32 accumulation); K % 32 == 0, N % 8 == 0.
  * split_scratch (may be NULL): k_gemm_split_scratch_bytes(M, N) of device memory, with
- * which a product of few rows splits K over more blocks (summed in a fixed order). */
+ * which a product of few rows splits K over more blocks (summed in a fixed order); that
+ * of M rows is enough for any product of at most M rows, here or in k_gemm_f16_wgmma. */
 cudaError_t k_gemm_f16(float *C, const f16 *A, const f16 *A_lo, const f16 *B, const float *bias,
                        uint32_t M, uint32_t N, uint32_t K, int accumulate, float *split_scratch,
                        cudaStream_t s);
@@ -310,7 +311,7 @@ cudaError_t k_gemm_sum_parts(float *C, const float *parts, const float *bias, ui
  * instructions (k_gemm_wgmma.cu): K % 64 == 0, N % 8 == 0.  K in `splits` parts (0: the
  * kernel's pick when a split_scratch is given, else 1; at most GPT_GEMM_WGMMA_SPLITS_MAX,
  * more than one needs splits * M * N floats of scratch, which k_gemm_split_scratch_bytes
- * covers for the pick).  cudaErrorNotSupported but where k_wgmma_available() says yes;
+ * of M or more rows covers for the pick).  cudaErrorNotSupported but where k_wgmma_available() says yes;
  * other shapes are cudaErrorInvalidValue.  Its order of sums depends on the rows (the
  * products' width): the batch-invariant option keeps to k_gemm_f16. */
 #define GPT_GEMM_WGMMA_SPLITS_MAX 16u

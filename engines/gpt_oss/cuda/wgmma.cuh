@@ -1,8 +1,9 @@
-/* Hopper's warpgroup matrix products (wgmma, sm_90a only) as the experts' kernel of
- * k_moe_wgmma.cu uses them: A (64 rows of fp16) from registers, B from shared memory in
- * the K-major layout with 128-byte swizzle, fp32 accumulators in registers.  Every body
- * is empty where the code is not built for sm_90a (WGMMA_AVAILABLE is 0 there): the
- * launcher runs the kernel on compute capability 9.0 only.  Included by k_moe_wgmma.cu. */
+/* Hopper's warpgroup matrix products (wgmma, sm_90a only) as the experts' kernel
+ * (k_moe_wgmma.cu) and the dense products of few rows (k_gemm_wgmma.cu) use them: A (64
+ * rows of fp16) from registers, B from shared memory in the K-major layout with 128-byte
+ * swizzle, fp32 accumulators in registers.  Every body is empty where the code is not
+ * built for sm_90a (WGMMA_AVAILABLE is 0 there): the launchers run the kernels on compute
+ * capability 9.0 only (k_wgmma_available).  Included by those two files. */
 #ifndef GPT_CUDA_WGMMA_CUH
 #define GPT_CUDA_WGMMA_CUH
 
