@@ -1,6 +1,7 @@
 /* The dense matrix products of the gpt-oss step on tensor cores (QKV, the output
  * projection, lm_head; on Hopper QKV and O of up to 64 rows are k_gemm_wgmma.cu's, and
- * where the machine has cuBLAS most of the rest are blas_gemm.cu's): a 128x128 output tile per block of 4 warps (each 64x64: 8
+ * where the machine has cuBLAS most of the rest are blas_gemm.cu's): a 128x128 output
+ * tile per block of 4 warps (each 64x64: 8
  * fragment loads a step of 16 for 32 mma), or 64 or 32 rows by 128 with 8 warps (each
  * 32x32 or 32x16) when the rows are few (a short prompt, a step of few sequences, the
  * last rows' logits); K through a cp.async pipeline (steps of 32, 4 stages for the large
