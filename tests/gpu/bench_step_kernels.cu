@@ -252,9 +252,8 @@ int main(int argc, char **argv)
         const bool operand = k_gemm_mxfp4_grouped_pick(E, T, T * K, 2 * I, H) == GPT_MOE_TILE_FRAGMENTS16 &&
                              k_gemm_mxfp4_grouped_pick(E, T, T * K, H, I) == GPT_MOE_TILE_FRAGMENTS16;
         const uint32_t moe_tile = operand ? GPT_MOE_TILE_FRAGMENTS16_OPERAND : 0;
-        T_(operand ? "rmsnorm (operand order)" : "rmsnorm (fp16 + fp32)",
-           operand ? k_rmsnorm_operand_order(xn, xf, x, nw, T, H, 1e-5f, 0) : k_rmsnorm(xn, NULL, xf, x, nw, T, H, 1e-5f, 0));
-        T_("router", k_router(eids, ew, xf, wr[l], rbias, T, H, E, K, 0));
+        T_(operand ? "rmsnorm (operand order) + router" : "rmsnorm (fp16 + fp32) + router",
+           k_rmsnorm_router(xn, xf, operand, x, nw, 1e-5f, eids, ew, wr[l], rbias, T, H, E, K, 0));
         CUDA_OK(cudaMemcpy(eids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice)); /* random again */
         T_("moe group", k_moe_group(rows, slot_of, counts, offsets, eids, T, K, E, 0));
         T_("moe gate_up (grouped)", k_gemm_mxfp4_grouped_tile(moe_tile, NULL, act, xn, rows, gub[l], gus[l], gbias,

@@ -877,6 +877,35 @@ static void check_router(uint32_t E)
         xq_want[mx_operand_index(i)] = xn[i];
     report("k_router_decode", "the normed input, fp16 in the operand order",
            rel_l2(xq.data(), xq_want.data(), H), 1e-3);
+
+    /* the MLP's norm and the router in one launch: the same bits as k_rmsnorm (or
+     * k_rmsnorm_operand_order) then k_router, from a raw residual of T rows */
+    auto xr = random_f32((size_t)T * H, 3.0f);
+    float *dxr = upload(xr), *f1 = dev<float>((size_t)T * H), *f2 = dev<float>((size_t)T * H);
+    f16 *h1 = dev<f16>((size_t)T * H), *h2 = dev<f16>((size_t)T * H);
+    float *w2 = dev<float>(T * k);
+    int32_t *i2 = dev<int32_t>(T * k);
+    for (bool operand : {false, true}) {
+        if (operand)
+            check(k_rmsnorm_operand_order(h1, f1, dxr, dnw, T, H, 1e-5f, 0), "k_rmsnorm_operand_order");
+        else
+            check(k_rmsnorm(h1, NULL, f1, dxr, dnw, T, H, 1e-5f, 0), "k_rmsnorm");
+        check(k_router(di, dw, f1, dW, db, T, H, E, k, 0), "k_router");
+        check(k_rmsnorm_router(h2, f2, operand, dxr, dnw, 1e-5f, i2, w2, dW, db, T, H, E, k, 0), "k_rmsnorm_router");
+        auto a_f = download(f1, (size_t)T * H), b_f = download(f2, (size_t)T * H);
+        auto a_h = download(reinterpret_cast<uint16_t *>(h1), (size_t)T * H);
+        auto b_h = download(reinterpret_cast<uint16_t *>(h2), (size_t)T * H);
+        auto a_i = download(di, T * k), b_i = download(i2, T * k);
+        auto a_w = download(dw, T * k), b_w = download(w2, T * k);
+        size_t unlike = 0;
+        for (size_t i = 0; i < a_f.size(); i++)
+            unlike += memcmp(&a_f[i], &b_f[i], sizeof(float)) != 0 || a_h[i] != b_h[i];
+        for (uint32_t i = 0; i < T * k; i++)
+            unlike += a_i[i] != b_i[i] || memcmp(&a_w[i], &b_w[i], sizeof(float)) != 0;
+        snprintf(what, sizeof what, "33 tokens, %u experts%s: values unlike the two kernels'", E,
+                 operand ? ", the operand order" : "");
+        report("k_rmsnorm_router", what, (double)unlike, 0);
+    }
 }
 
 static gpt_rope make_rope()
@@ -1398,6 +1427,7 @@ int main()
     check_blas_gemm(48, 135168, 2880);
     check_router(32);
     check_router(128); /* gpt-oss-120b */
+    check_router(8);   /* fewer experts than the fused norm's 16 warps (as the tiny preset) */
     check_rope_kv();
     check_moe_decode();
     check_moe_decode_scales();

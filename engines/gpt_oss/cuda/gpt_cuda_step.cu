@@ -123,11 +123,8 @@ static cudaError_t forward(gpt_cuda *g, uint32_t T, uint32_t max_pos)
                              c->head_dim, B, L->window,
                              g->invariant ? 1 : attn_splits(g, T, keys), st));
         CK(dense(g, b->x, b->attn, b->attn_lo, L->wo, L->bo, T, H, QW, 1, split_k, st));
-        if (operand)
-            CK(k_rmsnorm_operand_order(b->xn, b->xf, b->x, L->mlp_norm, T, H, eps, st));
-        else
-            CK(k_rmsnorm(b->xn, NULL, b->xf, b->x, L->mlp_norm, T, H, eps, st));
-        CK(k_router(b->eids, b->ew, b->xf, L->wr, L->br, T, H, E, k, st));
+        CK(k_rmsnorm_router(b->xn, b->xf, operand, b->x, L->mlp_norm, eps, b->eids, b->ew, L->wr, L->br, T,
+                            H, E, k, st));
         CK(k_moe_group(b->rows, b->slot_of, b->counts, b->offsets, b->eids, T, k, E, st));
         CK(experts_gemm(g, experts_tile, NULL, b->act, b->xn, b->rows, L->gu_blocks, L->gu_scales,
                         L->gu_bias, T, 2 * c->inter, H, st));

@@ -1,21 +1,22 @@
-/* The experts' routing for a step of many tokens: the router (its products and top-k),
- * grouping the (token, expert) pairs by expert, and the weighted sum of the experts'
- * outputs.  The one-token step's router is a GEMV (k_gemv.cu).  See kernels.cuh. */
+/* The experts' routing for a step of many tokens: the router (its products and top-k;
+ * alone, or after the MLP's RMSNorm in the same kernel), grouping the (token, expert)
+ * pairs by expert, and the weighted sum of the experts' outputs.  The one-token step's
+ * router is a GEMV (k_gemv.cu).  See kernels.cuh. */
 #include "device_util.cuh"
+#include "norm_row.cuh"
 
 /* ---- the router ------------------------------------------------------------------------- */
 
-/* One block per token, a warp per expert (up to four when E > 32); 16-byte loads of the
- * router's fp16 rows against the token's normed input in fp32 (so the choice of
- * experts does not hang on fp16 rounding); then one warp picks the top k. */
-__global__ void __launch_bounds__(1024) router_kernel(int32_t *ids, float *weights, const float *xn,
-                                                     const f16 *w, const float *b, uint32_t H,
-                                                     uint32_t E, uint32_t k)
+/* Token t's router by a block: a warp per expert (up to four when E > 32; warps past E
+ * idle); 16-byte loads of the router's fp16 rows against the token's normed input in
+ * fp32 (so the choice of experts does not hang on fp16 rounding); then one warp picks
+ * the top k.  Each expert's sum is the same whatever the block's size. */
+static __device__ __forceinline__ void router_row(int32_t *ids, float *weights, const float *xn, const f16 *w,
+                                                  const float *b, uint32_t H, uint32_t E, uint32_t k,
+                                                  uint32_t t)
 {
-    grid_wait(); /* see launch() in device_util.cuh */
-    grid_launch_next();
     __shared__ float logits[GPT_MAX_EXPERTS];
-    uint32_t t = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const float4 *x4 = reinterpret_cast<const float4 *>(xn + (size_t)t * H);
     const uint32_t nw = blockDim.x >> 5;
     /* the warp's experts (w, w + nw, ...: E <= 8 nw) at once, so their loads overlap */
@@ -53,12 +54,54 @@ __global__ void __launch_bounds__(1024) router_kernel(int32_t *ids, float *weigh
         warp_topk(ids + (size_t)t * k, weights + (size_t)t * k, logits, E, k);
 }
 
+/* One block per token */
+__global__ void __launch_bounds__(1024) router_kernel(int32_t *ids, float *weights, const float *xn,
+                                                     const f16 *w, const float *b, uint32_t H,
+                                                     uint32_t E, uint32_t k)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    router_row(ids, weights, xn, w, b, H, E, k, blockIdx.x);
+}
+
+/* One block per token: its RMSNorm by the first NORM_THREADS threads (k_rmsnorm's), then
+ * its router over the fp32 norm the block just wrote (the barrier makes it visible). */
+#define NORM_THREADS 512u
+__global__ void __launch_bounds__(1024) rmsnorm_router_kernel(f16 *out_h, float *out_f, const float *x,
+                                                              const float *norm_w, float eps, bool operand_order,
+                                                              int32_t *ids, float *weights, const f16 *w,
+                                                              const float *b, uint32_t H, uint32_t E, uint32_t k)
+{
+    grid_wait(); /* see launch() in device_util.cuh */
+    grid_launch_next();
+    const uint32_t t = blockIdx.x;
+    rmsnorm_row(out_h, NULL, out_f, x + (size_t)t * H, norm_w, t, H, eps, operand_order, NORM_THREADS);
+    __syncthreads();
+    router_row(ids, weights, out_f, w, b, H, E, k, t);
+}
+
+static bool router_shape(uint32_t H, uint32_t E, uint32_t k)
+{
+    return E <= GPT_MAX_EXPERTS && k <= 8 && k <= E && H % 8 == 0;
+}
+
 cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w, const float *b,
                      uint32_t T, uint32_t H, uint32_t E, uint32_t k, cudaStream_t s)
 {
-    if (E > GPT_MAX_EXPERTS || k > 8 || k > E || H % 8)
+    if (!router_shape(H, E, k))
         return cudaErrorInvalidValue;
     LAUNCH(router_kernel, T, 32 * min(E, 32u), 0, s, ids, weights, xn, w, b, H, E, k);
+    return cudaGetLastError();
+}
+
+cudaError_t k_rmsnorm_router(f16 *out_h, float *out_f, bool operand_order, const float *x, const float *norm_w,
+                             float eps, int32_t *ids, float *weights, const f16 *w, const float *b, uint32_t T,
+                             uint32_t H, uint32_t E, uint32_t k, cudaStream_t s)
+{
+    if (!router_shape(H, E, k) || !out_f || (operand_order && (!out_h || H % 32)))
+        return cudaErrorInvalidValue;
+    LAUNCH(rmsnorm_router_kernel, T, max(NORM_THREADS, 32 * min(E, 32u)), 0, s, out_h, out_f, x, norm_w, eps,
+           operand_order, ids, weights, w, b, H, E, k);
     return cudaGetLastError();
 }
 

@@ -3,47 +3,16 @@
  * weighted outputs to the rows (the end of a layer and the start of the next in one
  * kernel).  See kernels.cuh. */
 #include "device_util.cuh"
+#include "norm_row.cuh"
 
-
-/* Row t (xr, this block's) normed into the outputs' row t: every thread reads the values
- * i = threadIdx.x + blockDim.x j of xr, so a thread that just wrote them reads its own. */
-static __device__ __forceinline__ void rmsnorm_row(f16 *out_h, f16 *out_lo, float *out_f, const float *xr,
-                                                   const float *w, uint32_t t, uint32_t H, float eps,
-                                                   bool operand_order)
-{
-    __shared__ float partial[32];
-    float ss = 0;
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x)
-        ss += xr[i] * xr[i];
-    ss = warp_sum(ss);
-    if ((threadIdx.x & 31) == 0)
-        partial[threadIdx.x >> 5] = ss;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        float v = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0.0f;
-        v = warp_sum(v);
-        if (threadIdx.x == 0)
-            partial[0] = rsqrtf(v / H + eps);
-    }
-    __syncthreads();
-    float r = partial[0];
-    for (uint32_t i = threadIdx.x; i < H; i += blockDim.x) {
-        float v = w[i] * (xr[i] * r);
-        if (out_lo)
-            split_f16(v, out_h + (size_t)t * H + i, out_lo + (size_t)t * H + i);
-        else if (out_h)
-            out_h[(size_t)t * H + (operand_order ? mx_operand_index(i) : i)] = to_f16(v);
-        if (out_f)
-            out_f[(size_t)t * H + i] = v;
-    }
-}
 
 __global__ void rmsnorm_kernel(f16 *out_h, f16 *out_lo, float *out_f, const float *x,
                                const float *w, uint32_t H, float eps, bool operand_order)
 {
     grid_wait(); /* see launch() in device_util.cuh */
     grid_launch_next();
-    rmsnorm_row(out_h, out_lo, out_f, x + (size_t)blockIdx.x * H, w, blockIdx.x, H, eps, operand_order);
+    rmsnorm_row(out_h, out_lo, out_f, x + (size_t)blockIdx.x * H, w, blockIdx.x, H, eps, operand_order,
+                blockDim.x);
 }
 
 /* x[t] += sum over j < k of ew[t][j] out[slot[t][j]] (k_moe_combine's sums, in its order),
@@ -62,7 +31,7 @@ __global__ void combine_rmsnorm_kernel(float *x, const float *out, const int32_t
             acc += ew[(size_t)t * k + j] * out[(size_t)slot[(size_t)t * k + j] * H + h];
         xr[h] += acc;
     }
-    rmsnorm_row(out_h, out_lo, NULL, xr, w, t, H, eps, false);
+    rmsnorm_row(out_h, out_lo, NULL, xr, w, t, H, eps, false, blockDim.x);
 }
 
 cudaError_t k_rmsnorm(f16 *out_h, f16 *out_lo, float *out_f, const float *x, const float *w,

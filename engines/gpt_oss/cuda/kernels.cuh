@@ -218,6 +218,13 @@ cudaError_t k_rope_table(float2 *cos_sin, const double *inv_freq, double attn_fa
  * lower id) and their softmax. */
 cudaError_t k_router(int32_t *ids, float *weights, const float *xn, const f16 *w, const float *b,
                      uint32_t T, uint32_t H, uint32_t E, uint32_t k, cudaStream_t s);
+/* The MLP's norm and the router in one launch (k_moe_route.cu): out_f = k_rmsnorm's fp32
+ * of x with norm_w, out_h (may be NULL but in the operand order) its fp16, in the
+ * operand order when asked (k_rmsnorm_operand_order), then k_router over out_f; the
+ * same bits as those kernels give. */
+cudaError_t k_rmsnorm_router(f16 *out_h, float *out_f, bool operand_order, const float *x, const float *norm_w,
+                             float eps, int32_t *ids, float *weights, const f16 *w, const float *b, uint32_t T,
+                             uint32_t H, uint32_t E, uint32_t k, cudaStream_t s);
 /* The decode step's router, one launch: x (fp32 [H]) normed with norm_w (eps), the
  * logits w . xn + b of the E experts, their top k (ids, softmax weights) as k_router
  * picks them; xn is also written to x_operand as fp16 in the operand order (below), the
