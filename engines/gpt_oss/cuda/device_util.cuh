@@ -346,11 +346,18 @@ static __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
+/* Four 8x8 b16 matrices from a shared-memory address (smem_addr): lanes 8i..8i+7 give
+ * matrix i's row addresses. */
+static __device__ __forceinline__ void ldmatrix_x4_at(uint32_t r[4], uint32_t addr)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
+                 : "r"(addr));
+}
+
+static __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
+{
+    ldmatrix_x4_at(r, smem_addr(p));
 }
 
 /* Four 8x8 b16 matrices, each transposed: lanes 8i..8i+7 give matrix i's row addresses. */

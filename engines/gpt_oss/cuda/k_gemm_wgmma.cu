@@ -142,12 +142,8 @@ __global__ void __launch_bounds__(GW_THREADS, 2) dense_wgmma_kernel(DenseArgs p)
         const uint32_t at = base + slot * STAGE;
         uint32_t a[GW_BK / 16][4];
 #pragma unroll
-        for (int ks = 0; ks < GW_BK / 16; ks++) {
-            const uint32_t addr = at + gw_swizzled(lrow, 2 * ks + lhalf);
-            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                         : "=r"(a[ks][0]), "=r"(a[ks][1]), "=r"(a[ks][2]), "=r"(a[ks][3])
-                         : "r"(addr));
-        }
+        for (int ks = 0; ks < GW_BK / 16; ks++)
+            ldmatrix_x4_at(a[ks], at + gw_swizzled(lrow, 2 * ks + lhalf));
 #pragma unroll
         for (int j = 0; j < W * 8; j++)
             wgmma_keep(acc[j]);
