@@ -109,6 +109,20 @@ function needSignIn(t) {
   return true;
 }
 
+// Until the select `sel` offers `name`.  The page may not have drawn the select yet (a
+// page just opened): the check waits for it instead of throwing, which the page would
+// report as an uncaught exception.
+async function waitForOption(page, sel, name, timeout) {
+  await page.waitForFunction(
+    ([s, n]) => {
+      const select = document.querySelector(s);
+      return !!select && [...select.options].some((o) => o.value === n);
+    },
+    [sel, name],
+    { timeout }
+  );
+}
+
 async function go(page, id) {
   await page.locator(tid(`nav-${id}`)).click();
   await page.waitForFunction((h) => location.hash === h, `#/${id}`);
@@ -200,11 +214,7 @@ test('desktop: the playground streams a chat of two turns, stops one, and shows 
   if (!needSignIn(t)) return;
   if (!loopReady) return t.skip('the loopback model is not ready');
   await go(desk, 'playground');
-  await desk.waitForFunction(
-    ([sel, name]) => [...document.querySelector(sel).options].some((o) => o.value === name),
-    [tid('pg-model'), LOOP],
-    { timeout: 15000 }
-  );
+  await waitForOption(desk, tid('pg-model'), LOOP, 15000);
   await desk.locator(tid('pg-model')).selectOption(LOOP);
   await desk.locator(tid('pg-temperature')).fill('0');
   await desk.locator(tid('pg-max-tokens')).fill('100');
@@ -353,11 +363,7 @@ test('desktop: the playground chats with gpt-oss-echo: reasoning folded, a tool 
   });
   assert.equal(reg.status, 201, `registering the echo model: ${reg.status} ${await reg.text()}`);
   await go(desk, 'playground');
-  await desk.waitForFunction(
-    ([sel, name]) => [...document.querySelector(sel).options].some((o) => o.value === name),
-    [tid('pg-model'), echo],
-    { timeout: 60000 }
-  );
+  await waitForOption(desk, tid('pg-model'), echo, 60000);
   await desk.locator(tid('pg-model')).selectOption(echo);
   assert.equal(await desk.locator(tid('pg-turn')).count(), 0, 'the chat starts empty');
   await desk.locator(tid('pg-max-tokens')).fill('200');
