@@ -455,6 +455,7 @@ static tpl_value f_tojson(tpl_render *r, const tpl_node *at, tpl_value v, const 
     bool indented = o.indent >= 0 || o.indent_str;
     o.item_sep = indented ? "," : ", ";
     o.key_sep = ": ";
+    o.max_len = r->opt.limits.max_output;
     if (sep && sep->type != TV_NONE) {
         if (sep->type != TV_LIST || sep->u.list->n != 2 || sep->u.list->items[0].type != TV_STR ||
             sep->u.list->items[1].type != TV_STR)

@@ -100,16 +100,33 @@ static void write_json_str(llmr_strbuf *sb, const char *s, size_t n, bool ascii)
     llmr_strbuf_putc(sb, '"');
 }
 
-static void newline_indent(llmr_strbuf *sb, const tpl_json_opts *o, int level)
+/* A newline and level indents; false with *why set when that would take the text past
+ * o->max_len (an indent of 10^14 spaces is a valid template, not a valid allocation). */
+static bool newline_indent(llmr_strbuf *sb, const tpl_json_opts *o, int level, const char **why)
 {
+    size_t width = o->indent_str ? strlen(o->indent_str) : (size_t)o->indent;
+    if (sb->len >= o->max_len || (width && (size_t)level > (o->max_len - sb->len - 1) / width)) {
+        *why = "the indented JSON would pass the output limit";
+        return false;
+    }
     llmr_strbuf_putc(sb, '\n');
     for (int i = 0; i < level; i++) {
         if (o->indent_str)
             llmr_strbuf_puts(sb, o->indent_str);
         else
-            for (long k = 0; k < o->indent; k++)
+            for (size_t k = 0; k < width; k++)
                 llmr_strbuf_putc(sb, ' ');
     }
+    return true;
+}
+
+/* false with *why set once the text is past o->max_len */
+static bool within_limit(const llmr_strbuf *sb, const tpl_json_opts *o, const char **why)
+{
+    if (sb->len <= o->max_len)
+        return true;
+    *why = "the JSON would pass the output limit";
+    return false;
 }
 
 static bool indented(const tpl_json_opts *o)
@@ -169,18 +186,18 @@ static bool write_dict(llmr_strbuf *sb, const tpl_dict *d, const tpl_json_opts *
         for (size_t i = 0; i < d->n; i++) {
             if (i)
                 llmr_strbuf_puts(sb, o->item_sep);
-            if (indented(o))
-                newline_indent(sb, o, level + 1);
+            if (indented(o) && !newline_indent(sb, o, level + 1, why))
+                return false;
             if (!write_key(sb, d->keys[i], o->ensure_ascii)) {
                 *why = "keys must be str, int, float, bool or None";
                 return false;
             }
             llmr_strbuf_puts(sb, o->key_sep);
-            if (!write_json(sb, d->vals[i], o, level + 1, why))
+            if (!write_json(sb, d->vals[i], o, level + 1, why) || !within_limit(sb, o, why))
                 return false;
         }
-        if (indented(o))
-            newline_indent(sb, o, level);
+        if (indented(o) && !newline_indent(sb, o, level, why))
+            return false;
         return llmr_strbuf_putc(sb, '}');
     }
     keyed *items = calloc(d->n, sizeof *items);
@@ -202,14 +219,16 @@ static bool write_dict(llmr_strbuf *sb, const tpl_dict *d, const tpl_json_opts *
         for (size_t i = 0; ok && i < d->n; i++) {
             if (i)
                 llmr_strbuf_puts(sb, o->item_sep);
-            if (indented(o))
-                newline_indent(sb, o, level + 1);
+            if (indented(o) && !newline_indent(sb, o, level + 1, why)) {
+                ok = false;
+                break;
+            }
             write_json_str(sb, llmr_strbuf_cstr(&order[i]->key), order[i]->key.len, o->ensure_ascii);
             llmr_strbuf_puts(sb, o->key_sep);
-            ok = write_json(sb, order[i]->val, o, level + 1, why);
+            ok = write_json(sb, order[i]->val, o, level + 1, why) && within_limit(sb, o, why);
         }
         if (ok && indented(o))
-            newline_indent(sb, o, level);
+            ok = newline_indent(sb, o, level, why);
         llmr_strbuf_putc(sb, '}');
     }
     for (size_t i = 0; items && i < d->n; i++)
@@ -248,13 +267,13 @@ static bool write_json(llmr_strbuf *sb, tpl_value v, const tpl_json_opts *o, int
         for (size_t i = 0; i < v.u.list->n; i++) {
             if (i)
                 llmr_strbuf_puts(sb, o->item_sep);
-            if (indented(o))
-                newline_indent(sb, o, level + 1);
-            if (!write_json(sb, v.u.list->items[i], o, level + 1, why))
+            if (indented(o) && !newline_indent(sb, o, level + 1, why))
+                return false;
+            if (!write_json(sb, v.u.list->items[i], o, level + 1, why) || !within_limit(sb, o, why))
                 return false;
         }
-        if (indented(o))
-            newline_indent(sb, o, level);
+        if (indented(o) && !newline_indent(sb, o, level, why))
+            return false;
         return llmr_strbuf_putc(sb, ']');
     case TV_DICT: return write_dict(sb, v.u.dict, o, level, why);
     default:
@@ -267,5 +286,5 @@ static bool write_json(llmr_strbuf *sb, tpl_value v, const tpl_json_opts *o, int
 bool tpl_to_json(llmr_strbuf *sb, tpl_value v, const tpl_json_opts *o, const char **why)
 {
     *why = NULL;
-    return write_json(sb, v, o, 0, why);
+    return write_json(sb, v, o, 0, why) && within_limit(sb, o, why);
 }

@@ -941,6 +941,15 @@ TEST(limit_output)
     o.limits.max_iterations = 1000000;
     expect_error("{% for i in range(1000) %}{% for j in range(200) %}0123456789{% endfor %}{% endfor %}", NULL,
                  &o, "output", __LINE__);
+    /* tojson stops at the limit itself, before it writes a 1 GiB indent (the error
+     * names tojson, not the render's output check after the fact) */
+    expect_error("{{ [1] | tojson(indent=1073741824) }}", NULL, &o, "tojson: the indented JSON would pass the output limit",
+                 __LINE__);
+    expect_error("{{ range(100000) | list | tojson(indent=20) }}", NULL, &o, "tojson", __LINE__);
+    char want[1006] = "[\n";
+    memset(want + 2, ' ', 1000);
+    memcpy(want + 1002, "1\n]", 4);
+    expect_output("{{ [1] | tojson(indent=1000) }}", NULL, &o, want, __LINE__);
 }
 
 /* Runs fn(arg) in a child process, so that a crash or a hang (past `seconds`) is
@@ -1041,6 +1050,10 @@ TEST(numeric_extremes_do_not_crash)
         {"{{ xs[9223372036854775807] }}|{{ xs[-9223372036854775807 - 1] }}", "|"},
         {"{{ 'abc'[::0] }}", NULL},
         {"{{ 'a' | center(9223372036854775807) }}", NULL},
+        /* the fuzzer's find: a huge tojson indent wrote spaces until memory ran out */
+        {"{{ {'a': [1]} | tojson(indent=211111111111111) }}", NULL},
+        {"{{ [1] | tojson(indent=9223372036854775807) }}", NULL},
+        {"{{ [[[1]]] | tojson(indent='x' * 1000000) }}", NULL},
         {"{{ 'a\nb' | indent(9223372036854775807) }}", NULL},
         {"{{ 'x' | truncate(9223372036854775807) }}", "x"},
         {"{{ [1, 2] | batch(9223372036854775807) | list }}", "[[1, 2]]"},
