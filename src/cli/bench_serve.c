@@ -7,7 +7,9 @@
  * (prompt and output lengths each uniform in 32..512, from --seed) and `fixed`
  * (--prompt-len, --output-len).  The server should generate through end-of-sequence
  * tokens (a node loaded with the engine option "ignore_eos": 1), so every request gets
- * its output length; the report counts the tokens that came.  One streamed request is
+ * its output length; the report counts the tokens that came.  Before the first level,
+ * --warmup requests (default 1, short, untimed) let a node that loads models on demand
+ * load this one, so that no level's figures include the load.  One streamed request is
  * bench_serve_stream.c. */
 #include <math.h>
 #include <pthread.h>
@@ -37,6 +39,7 @@ typedef struct serve_opts {
     uint32_t n_levels;
     uint32_t requests;      /* per level (0: 2 x concurrency, at least 16) */
     uint32_t prompt_len, output_len, vocab, timeout_s;
+    uint32_t warmup;        /* untimed requests before the first level */
     uint64_t seed;
 } serve_opts;
 
@@ -278,6 +281,41 @@ static bool run_level(const serve_opts *o, uint32_t concurrency, uint64_t *rng, 
     return ok;
 }
 
+/* ---- the warm-up ------------------------------------------------------------------------ */
+
+/* o->warmup short requests, one after another, untimed: the first one waits for a model
+ * that the node loads on demand.  Their prompts come from their own random numbers, so
+ * the levels' workload is the same with or without them.  A failed one is reported and
+ * the levels still run (their own errors then say what is wrong).  Returns the seconds
+ * taken. */
+static double warm_up(const serve_opts *o)
+{
+    if (!o->warmup)
+        return 0;
+    fprintf(stderr, "bench serve: %u warm-up request%s (a model the node has not loaded yet loads now)...\n",
+            o->warmup, o->warmup == 1 ? "" : "s");
+    char url[600];
+    snprintf(url, sizeof url, "%s/v1/completions", o->url);
+    uint64_t rng = o->seed ^ 0x5741524d55500000ull; /* "WARMUP" */
+    uint64_t t0 = llmr_now_ns();
+    for (uint32_t i = 0; i < o->warmup; i++) {
+        shape s = {16, 4};
+        char *body = body_of(o, s, &rng);
+        bss_result r;
+        memset(&r, 0, sizeof r);
+        if (body)
+            bss_run(url, o->key, body, o->timeout_s, &r);
+        if (!body || !r.ok)
+            fprintf(stderr, "bench serve: warm-up request %u failed: %s\n", i + 1,
+                    body ? r.error : "out of memory");
+        bss_result_free(&r);
+        free(body);
+    }
+    double seconds = (double)(llmr_now_ns() - t0) / 1e9;
+    fprintf(stderr, "bench serve: warm-up took %.2f s\n", seconds);
+    return seconds;
+}
+
 /* ---- the command ----------------------------------------------------------------------- */
 
 static bool parse_number(const char *name, const char *v, uint64_t lo, uint64_t hi, uint32_t *out)
@@ -303,6 +341,7 @@ static bool parse_args(int argc, char **argv, const llmr_config *cfg, serve_opts
     o->output_len = 256;
     o->vocab = 199998;
     o->timeout_s = 600;
+    o->warmup = 1;
     o->seed = 1;
     o->key = getenv("LLMR_API_KEY");
     const char *levels = "1,8,32,64,128,256";
@@ -337,6 +376,8 @@ static bool parse_args(int argc, char **argv, const llmr_config *cfg, serve_opts
             bad = bad || !parse_number("--seed", v, 0, UINT32_MAX, &seed);
         } else if (llmr_cli_option(argc, argv, &i, "--vocab", &v, &bad)) {
             bad = bad || !parse_number("--vocab", v, 1, 100000000, &o->vocab);
+        } else if (llmr_cli_option(argc, argv, &i, "--warmup", &v, &bad)) {
+            bad = bad || !parse_number("--warmup", v, 0, 1000, &o->warmup);
         } else if (llmr_cli_option(argc, argv, &i, "--timeout", &v, &bad)) {
             bad = bad || !parse_number("--timeout", v, 1, 86400, &o->timeout_s);
         } else if (llmr_cli_option(argc, argv, &i, "--json", &v, &bad)) {
@@ -406,7 +447,7 @@ static void print_table(const serve_opts *o, const level_report *r, uint32_t n)
     }
 }
 
-static json_t *report_json(const serve_opts *o, const level_report *r, uint32_t n)
+static json_t *report_json(const serve_opts *o, double warmup_s, const level_report *r, uint32_t n)
 {
     json_t *levels = json_array();
     for (uint32_t i = 0; i < n; i++)
@@ -421,10 +462,11 @@ static json_t *report_json(const serve_opts *o, const level_report *r, uint32_t 
             "stream_tok_s_p50", number_or_null(r[i].stream_tps_p50),
             "kv_used_tokens_max", number_or_null(r[i].kv_used_max),
             "first_error", r[i].errors ? json_string(r[i].first_error) : json_null()));
-    return json_pack("{s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:o}", "benchmark", "serve", "url", o->url,
-                     "router", o->router, "model", o->model, "workload", o->workload,
+    return json_pack("{s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:o}", "benchmark", "serve", "url",
+                     o->url, "router", o->router, "model", o->model, "workload", o->workload,
                      "prompt_len", (json_int_t)o->prompt_len, "output_len", (json_int_t)o->output_len,
-                     "seed", (json_int_t)o->seed, "levels", levels);
+                     "seed", (json_int_t)o->seed, "warmup_requests", (json_int_t)o->warmup,
+                     "warmup_seconds", warmup_s, "levels", levels);
 }
 
 int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg)
@@ -441,6 +483,7 @@ int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg)
     uint64_t rng = o.seed;
     int rc = 0;
     uint32_t done = 0;
+    double warmup_s = warm_up(&o);
     for (; done < o.n_levels; done++) {
         fprintf(stderr, "bench serve: %u concurrent streams...\n", o.levels[done]);
         if (!run_level(&o, o.levels[done], &rng, &reports[done])) {
@@ -451,7 +494,7 @@ int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg)
             rc = 1;
     }
     print_table(&o, reports, done);
-    json_t *j = report_json(&o, reports, done);
+    json_t *j = report_json(&o, warmup_s, reports, done);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     if (text) {
         printf("%s\n", text);

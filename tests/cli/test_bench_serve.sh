@@ -43,6 +43,25 @@ for level in 0 1; do
 done
 [[ $(json "$tmp/fixed.json" "r['levels'][1]['concurrency']") == 4 ]] || fail "the second level is 4 streams"
 cmp -s "$tmp/out" <(tr -d '\n' <"$tmp/fixed.json"; echo) || fail "stdout is the JSON of --json"
+# one untimed warm-up request by default, before the first level; none with --warmup 0
+has "$err" "warm-up took" "the warm-up's time"
+[[ $(json "$tmp/fixed.json" "r['warmup_requests'], r['warmup_seconds'] > 0") == "1 True" ]] ||
+  fail "the report names one warm-up request and its time: $(cat "$tmp/fixed.json")"
+# prompt tokens the node has read (its /metrics)
+prompt_tokens_read() { curl -s "$url/metrics" | awk '/^llmr_prompt_tokens_total/ { s += $NF } END { print s + 0 }'; }
+before=$(prompt_tokens_read)
+expect 0 "--warmup 0" -- "$LLMR" bench serve --url "$url" --model loop --workload fixed \
+  --prompt-len 4 --output-len 2 --concurrency 1 --requests 1 --vocab 500 --warmup 0
+[[ $err != *warm-up* ]] || fail "--warmup 0 sends no warm-up: $err"
+[[ $(json <(echo "$out") "r['warmup_requests']") == 0 ]] || fail "--warmup 0 in the report"
+after=$(prompt_tokens_read)
+(( after - before == 4 )) || fail "--warmup 0: the node read $((after - before)) prompt tokens, not the level's 4"
+before=$after
+expect 0 "--warmup 3" -- "$LLMR" bench serve --url "$url" --model loop --workload fixed \
+  --prompt-len 4 --output-len 2 --concurrency 1 --requests 1 --vocab 500 --warmup 3
+has "$err" "3 warm-up requests" "three warm-up requests"
+after=$(prompt_tokens_read)
+(( after - before == 3 * 16 + 4 )) || fail "--warmup 3: the node read $((after - before)) prompt tokens, not 3 x 16 + 4"
 
 expect 0 "sharegpt-like workload" -- "$LLMR" bench serve --url "$url" --model loop --concurrency 8 \
   --requests 20 --vocab 500 --seed 7 --json "$tmp/share.json"
@@ -68,4 +87,6 @@ expect 2 "a bad workload" -- "$LLMR" bench serve --model loop --workload banana
 has "$err" "--workload is sharegpt-like or fixed" "the workload's choices"
 expect 2 "a bad level" -- "$LLMR" bench serve --model loop --concurrency 0,8
 has "$err" "--concurrency takes" "the levels' range"
+expect 2 "a bad warm-up count" -- "$LLMR" bench serve --model loop --warmup -1
+has "$err" "--warmup takes a whole number from 0 to 1000" "the warm-up count's range"
 finish_checks "bench serve"
