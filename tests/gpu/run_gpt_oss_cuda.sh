@@ -12,7 +12,8 @@
 #   prompt and 3 decode steps of the 20b preset; `serve`, `llmr bench serve` against a
 #   node serving the 20b preset, many users at once; `serve120`, the same and `llmr bench
 #   engine` for full-size gpt-oss-120b (`--fill sparse`: the experts' blocks zeros, the
-#   rest random), SERVE120_ARGS replacing the bench's arguments; `batch`, how many of 64 concurrent
+#   rest random), SERVE120_ARGS replacing the bench's arguments (default 64 streams, 512
+#   sharegpt-like requests); `batch`, how many of 64 concurrent
 #   greedy continuations equal their solo run, tests/gpu/check_batch_equal.py; `sampling`,
 #   the GPU's pick (penalties, top_logprobs) against the CPU sampler's,
 #   tests/gpu/check_pick_vs_cpu.py; `soak`, 128
@@ -174,7 +175,7 @@ for step in $steps; do
       while IFS= read -r line; do summary+=("  $line"); done < <(grep -E 'decode|prefill|TTFT' "$out/bench120.log")
       start_node serve120 120b gpt-oss-120b '{"ignore_eos":1}' || continue
       # shellcheck disable=SC2086
-      "$llmr" bench serve --url "$url" --model gpt-oss-120b ${SERVE120_ARGS:---workload sharegpt-like --concurrency 64 --requests 128} \
+      "$llmr" bench serve --url "$url" --model gpt-oss-120b ${SERVE120_ARGS:---workload sharegpt-like --concurrency 64 --requests 512} \
         --json "$out/serve120.json" >/dev/null 2>"$out/serve120.log"
       rc=$?
       cat "$out/serve120.log"
