@@ -283,15 +283,22 @@ static bool run_level(const serve_opts *o, uint32_t concurrency, uint64_t *rng, 
 
 /* ---- the warm-up ------------------------------------------------------------------------ */
 
+typedef struct warmup_report {
+    double seconds;
+    uint32_t errors;
+    char first_error[160];
+} warmup_report;
+
 /* o->warmup short requests, one after another, untimed: the first one waits for a model
  * that the node loads on demand.  Their prompts come from their own random numbers, so
- * the levels' workload is the same with or without them.  A failed one is reported and
- * the levels still run (their own errors then say what is wrong).  Returns the seconds
- * taken. */
-static double warm_up(const serve_opts *o)
+ * the levels' workload is the same with or without them.  A failed one is counted in
+ * *rep (the command then exits 1, as for a failed request of a level) and the levels
+ * still run, their own errors saying what is wrong. */
+static void warm_up(const serve_opts *o, warmup_report *rep)
 {
+    memset(rep, 0, sizeof *rep);
     if (!o->warmup)
-        return 0;
+        return;
     fprintf(stderr, "bench serve: %u warm-up request%s (a model the node has not loaded yet loads now)...\n",
             o->warmup, o->warmup == 1 ? "" : "s");
     char url[600];
@@ -305,15 +312,17 @@ static double warm_up(const serve_opts *o)
         memset(&r, 0, sizeof r);
         if (body)
             bss_run(url, o->key, body, o->timeout_s, &r);
-        if (!body || !r.ok)
-            fprintf(stderr, "bench serve: warm-up request %u failed: %s\n", i + 1,
-                    body ? r.error : "out of memory");
+        if (!body || !r.ok) {
+            const char *why = body ? r.error : "out of memory";
+            fprintf(stderr, "bench serve: warm-up request %u failed: %s\n", i + 1, why);
+            if (!rep->errors++)
+                snprintf(rep->first_error, sizeof rep->first_error, "%s", why);
+        }
         bss_result_free(&r);
         free(body);
     }
-    double seconds = (double)(llmr_now_ns() - t0) / 1e9;
-    fprintf(stderr, "bench serve: warm-up took %.2f s\n", seconds);
-    return seconds;
+    rep->seconds = (double)(llmr_now_ns() - t0) / 1e9;
+    fprintf(stderr, "bench serve: warm-up took %.2f s\n", rep->seconds);
 }
 
 /* ---- the command ----------------------------------------------------------------------- */
@@ -447,7 +456,7 @@ static void print_table(const serve_opts *o, const level_report *r, uint32_t n)
     }
 }
 
-static json_t *report_json(const serve_opts *o, double warmup_s, const level_report *r, uint32_t n)
+static json_t *report_json(const serve_opts *o, const warmup_report *w, const level_report *r, uint32_t n)
 {
     json_t *levels = json_array();
     for (uint32_t i = 0; i < n; i++)
@@ -462,11 +471,12 @@ static json_t *report_json(const serve_opts *o, double warmup_s, const level_rep
             "stream_tok_s_p50", number_or_null(r[i].stream_tps_p50),
             "kv_used_tokens_max", number_or_null(r[i].kv_used_max),
             "first_error", r[i].errors ? json_string(r[i].first_error) : json_null()));
-    return json_pack("{s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:o}", "benchmark", "serve", "url",
-                     o->url, "router", o->router, "model", o->model, "workload", o->workload,
+    return json_pack("{s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:{s:I, s:f, s:I, s:o}, s:o}", "benchmark",
+                     "serve", "url", o->url, "router", o->router, "model", o->model, "workload", o->workload,
                      "prompt_len", (json_int_t)o->prompt_len, "output_len", (json_int_t)o->output_len,
-                     "seed", (json_int_t)o->seed, "warmup_requests", (json_int_t)o->warmup,
-                     "warmup_seconds", warmup_s, "levels", levels);
+                     "seed", (json_int_t)o->seed, "warmup", "requests", (json_int_t)o->warmup, "seconds",
+                     w->seconds, "errors", (json_int_t)w->errors, "first_error",
+                     w->errors ? json_string(w->first_error) : json_null(), "levels", levels);
 }
 
 int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg)
@@ -483,7 +493,10 @@ int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg)
     uint64_t rng = o.seed;
     int rc = 0;
     uint32_t done = 0;
-    double warmup_s = warm_up(&o);
+    warmup_report warmup;
+    warm_up(&o, &warmup);
+    if (warmup.errors)
+        rc = 1;
     for (; done < o.n_levels; done++) {
         fprintf(stderr, "bench serve: %u concurrent streams...\n", o.levels[done]);
         if (!run_level(&o, o.levels[done], &rng, &reports[done])) {
@@ -494,7 +507,7 @@ int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg)
             rc = 1;
     }
     print_table(&o, reports, done);
-    json_t *j = report_json(&o, warmup_s, reports, done);
+    json_t *j = report_json(&o, &warmup, reports, done);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     if (text) {
         printf("%s\n", text);

@@ -244,7 +244,7 @@ typedef struct tpl_json_opts {
     long indent;          /* < 0: none */
     const char *indent_str; /* when the indent was given as a string */
     const char *item_sep, *key_sep;
-    size_t max_len;       /* the text's most bytes: past it tpl_to_json fails */
+    size_t max_len;       /* the text's most bytes: past it tpl_to_json fails (0: any text fails) */
 } tpl_json_opts;
 /* json.dumps; false with *why set when a value is not JSON (an undefined, a macro). */
 bool tpl_to_json(llmr_strbuf *sb, tpl_value v, const tpl_json_opts *o, const char **why);

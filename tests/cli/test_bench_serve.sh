@@ -45,15 +45,18 @@ done
 cmp -s "$tmp/out" <(tr -d '\n' <"$tmp/fixed.json"; echo) || fail "stdout is the JSON of --json"
 # one untimed warm-up request by default, before the first level; none with --warmup 0
 has "$err" "warm-up took" "the warm-up's time"
-[[ $(json "$tmp/fixed.json" "r['warmup_requests'], r['warmup_seconds'] > 0") == "1 True" ]] ||
-  fail "the report names one warm-up request and its time: $(cat "$tmp/fixed.json")"
+[[ $(json "$tmp/fixed.json" "r['warmup']['requests'], r['warmup']['seconds'] > 0, r['warmup']['errors']") == "1 True 0" ]] ||
+  fail "the report names one warm-up request, its time and no error: $(cat "$tmp/fixed.json")"
+warm_line=$(grep -n "warm-up took" <<<"$err" | cut -d: -f1)
+level_line=$(grep -n "concurrent streams" <<<"$err" | head -1 | cut -d: -f1)
+(( warm_line < level_line )) || fail "the warm-up comes before the first level: $err"
 # prompt tokens the node has read (its /metrics)
 prompt_tokens_read() { curl -s "$url/metrics" | awk '/^llmr_prompt_tokens_total/ { s += $NF } END { print s + 0 }'; }
 before=$(prompt_tokens_read)
 expect 0 "--warmup 0" -- "$LLMR" bench serve --url "$url" --model loop --workload fixed \
   --prompt-len 4 --output-len 2 --concurrency 1 --requests 1 --vocab 500 --warmup 0
 [[ $err != *warm-up* ]] || fail "--warmup 0 sends no warm-up: $err"
-[[ $(json <(echo "$out") "r['warmup_requests']") == 0 ]] || fail "--warmup 0 in the report"
+[[ $(json <(echo "$out") "r['warmup']['requests']") == 0 ]] || fail "--warmup 0 in the report"
 after=$(prompt_tokens_read)
 (( after - before == 4 )) || fail "--warmup 0: the node read $((after - before)) prompt tokens, not the level's 4"
 before=$after
@@ -69,14 +72,18 @@ tokens=$(json "$tmp/share.json" "r['levels'][0]['output_tokens']")
 (( tokens >= 20 * 32 && tokens <= 20 * 512 )) || fail "sharegpt-like: 20 outputs of 32..512 tokens, got $tokens"
 prompts=$(json "$tmp/share.json" "r['levels'][0]['prompt_tokens']")
 (( prompts >= 20 * 32 && prompts <= 20 * 512 )) || fail "sharegpt-like: 20 prompts of 32..512 tokens, got $prompts"
-expect 0 "the same seed, the same workload" -- "$LLMR" bench serve --url "$url" --model loop --concurrency 8 \
-  --requests 20 --vocab 500 --seed 7 --json "$tmp/share2.json"
+expect 0 "the same seed, the same workload (whatever the warm-up)" -- "$LLMR" bench serve --url "$url" --model loop \
+  --concurrency 8 --requests 20 --vocab 500 --seed 7 --warmup 2 --json "$tmp/share2.json"
 [[ $(json "$tmp/share2.json" "r['levels'][0]['prompt_tokens']") == "$prompts" ]] || fail "seed 7 twice: other prompts"
+[[ $(json "$tmp/share2.json" "r['levels'][0]['output_tokens']") == "$tokens" ]] || fail "seed 7 twice: other outputs"
 
 expect 1 "requests the server refuses" -- "$LLMR" bench serve --url "$url" --model loop --workload fixed \
   --prompt-len 4 --output-len 4 --concurrency 2 --requests 4 --vocab 100000
 has "$err" "but the model's vocabulary has 512 tokens" "the server's reason in the report"
 has "$out" '"errors":4' "every refused request counted"
+has "$err" "warm-up request 1 failed" "the refused warm-up said so"
+[[ $(json <(echo "$out") "r['warmup']['errors'], 'vocabulary' in r['warmup']['first_error']") == "1 True" ]] ||
+  fail "the refused warm-up in the report: $out"
 
 expect 1 "no server (options as --name=value)" -- "$LLMR" bench serve --url=http://127.0.0.1:1/ --model=loop --concurrency=1 --requests=2
 has "$err" "first error:" "a connection error in the report"
