@@ -520,6 +520,10 @@ int llmr_bench_serve(int argc, char **argv, const llmr_config *cfg)
             rc = 1;
         }
     }
+    if (!text) {
+        llmr_cli_error(CMD, "could not write the report as JSON (out of memory?); the table above has it");
+        rc = 1;
+    }
     free(text);
     json_decref(j);
     free(o.levels);

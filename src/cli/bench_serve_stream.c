@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "common/clock.h"
+#include "common/utf8.h"
 #include "net/curl_handle.h"
 
 #define LINE_MAX_BYTES (1u << 20)
@@ -24,6 +25,26 @@ typedef struct parse {
     char head[2048]; /* the body's first bytes, for the message of an error answer */
     size_t head_len;
 } parse;
+
+/* Replaces each ill-formed UTF-8 sequence of s (an error answer's raw bytes, or a message
+ * cut mid-character by the buffer) with '?', in place, so that the report's JSON can
+ * carry it. */
+static void make_utf8(char *s)
+{
+    size_t n = strlen(s), out = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = llmr_utf8_char_len((const unsigned char *)s + i, n - i);
+        if (len) {
+            memmove(s + out, s + i, len);
+            out += len;
+            i += len;
+        } else {
+            s[out++] = '?';
+            i += llmr_utf8_invalid_len((const unsigned char *)s + i, n - i);
+        }
+    }
+    s[out] = '\0';
+}
 
 static void set_error(bss_result *r, const char *fmt, const char *what)
 {
@@ -160,6 +181,7 @@ void bss_run(const char *url, const char *key, const char *body, unsigned timeou
     }
     else if (!p.done)
         set_error(r, "%s", "the stream ended without [DONE]");
+    make_utf8(r->error);
     r->ok = rc == CURLE_OK && r->status == 200 && p.done && !p.error_event;
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);

@@ -88,6 +88,34 @@ has "$err" "warm-up request 1 failed" "the refused warm-up said so"
 expect 1 "no server (options as --name=value)" -- "$LLMR" bench serve --url=http://127.0.0.1:1/ --model=loop --concurrency=1 --requests=2
 has "$err" "first error:" "a connection error in the report"
 
+# a server whose error answer is not UTF-8 (cut where a character was): the report still
+# comes, as JSON, the bad bytes replaced
+cat >"$tmp/bad_server.py" <<'PY'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b"overloaded \xff\xfe " + "é".encode()[:1]
+        self.send_response(500)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 "$tmp/bad_server.py" >"$tmp/bad_port" &
+bad_pid=$!
+for _ in $(seq 100); do [[ -s $tmp/bad_port ]] && break; sleep 0.05; done
+expect 1 "an error answer that is not UTF-8" -- "$LLMR" bench serve --url "http://127.0.0.1:$(cat "$tmp/bad_port")" \
+  --model loop --concurrency 1 --requests 2
+kill "$bad_pid" 2>/dev/null
+has "$err" "first error: HTTP 500: overloaded" "the answer's text in the table"
+[[ $(json <(echo "$out") "r['warmup']['first_error'], r['levels'][0]['errors'], r['levels'][0]['first_error']") == \
+   "HTTP 500: overloaded ?? ? 2 HTTP 500: overloaded ?? ?" ]] ||
+  fail "the report as JSON, the bytes that are not UTF-8 replaced: $out"
+
 expect 2 "no model" -- "$LLMR" bench serve --url "$url"
 has "$err" "which model?" "the missing model"
 expect 2 "a bad workload" -- "$LLMR" bench serve --model loop --workload banana
